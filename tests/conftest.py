@@ -1,0 +1,27 @@
+"""Test-wide setup. Must run before triton is imported anywhere:
+- without a GPU, Triton kernels run in the interpreter on CPU tensors;
+- every Triton output buffer is poisoned with NaN, so unwritten elements fail.
+"""
+import os
+
+import pytest
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ.setdefault("TIERS_POISON", "1")
+
+DEVICE = "cuda" if _has_cuda() else "cpu"
+
+
+@pytest.fixture
+def device():
+    return DEVICE

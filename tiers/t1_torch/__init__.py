@@ -1,0 +1,2 @@
+"""Tier 1: vectorized PyTorch (CPU or CUDA); autograd works."""
+

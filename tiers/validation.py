@@ -1,0 +1,118 @@
+"""Argument checks shared by every tier. Each public entry point calls one of these once,
+before any work, so bad input fails with a message that names the argument."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+_NUMPY_FLOATS = (np.float32, np.float64)
+_TORCH_FLOATS = ("torch.float16", "torch.bfloat16", "torch.float32", "torch.float64")
+TRITON_DTYPES = ("torch.float16", "torch.bfloat16", "torch.float32")
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    B: int
+    H: int
+    Lq: int
+    Lk: int
+    D: int
+    scale: float
+    causal: bool
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def interpreting() -> bool:
+    """True when Triton kernels run in the CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_array_kind(names_values, kind: str):
+    """`kind` is "numpy" (t0) or "torch" (t1–t3)."""
+    for name, x in names_values:
+        if kind == "numpy" and not isinstance(x, np.ndarray):
+            raise TypeError(f"{name} must be a numpy.ndarray for the t0 tier, got {type(x).__name__}")
+        if kind == "torch" and not _is_torch(x):
+            raise TypeError(f"{name} must be a torch.Tensor for this tier, got {type(x).__name__}")
+
+
+def check_same_dtype(names_values, allowed):
+    first_name, first = names_values[0]
+    for name, x in names_values:
+        if x.dtype != first.dtype:
+            raise TypeError(f"{name} has dtype {x.dtype} but {first_name} has {first.dtype}: dtypes must match")
+    if str(first.dtype) not in allowed and first.dtype not in allowed:
+        raise TypeError(f"{first_name} has dtype {first.dtype}; supported: {', '.join(map(str, allowed))}")
+
+
+def check_same_device(names_values):
+    first_name, first = names_values[0]
+    for name, x in names_values:
+        if x.device != first.device:
+            raise ValueError(f"{name} is on {x.device} but {first_name} is on {first.device}: devices must match")
+
+
+def check_triton_device(name, x):
+    """Triton kernels need a CUDA tensor, or CPU tensors under the interpreter."""
+    if x.device.type == "cuda":
+        return
+    if x.device.type == "cpu" and interpreting():
+        return
+    raise ValueError(
+        f"{name} is on {x.device}: the Triton tiers need CUDA tensors, or CPU tensors with "
+        "TRITON_INTERPRET=1 set before triton is imported"
+    )
+
+
+def check_scale(scale, D: int) -> float:
+    if scale is None:
+        return 1.0 / math.sqrt(D)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating)):
+        raise TypeError(f"scale must be a float or None, got {type(scale).__name__}")
+    scale = float(scale)
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be a positive finite number, got {scale}")
+    return scale
+
+
+def validate_attention(q, k, v, causal, scale, *, tier: str) -> AttentionShape:
+    """Checks for `attention(q, k, v, causal=, scale=)`; `tier` is the tier folder name."""
+    qkv = (("q", q), ("k", k), ("v", v))
+    kind = "numpy" if tier == "t0_numpy" else "torch"
+    check_array_kind(qkv, kind)
+    for name, x in qkv:
+        if x.ndim != 4:
+            raise ValueError(f"{name} must have rank 4 [B, H, L, D], got shape {tuple(x.shape)}")
+    B, H, Lq, D = q.shape
+    for name, x in (("k", k), ("v", v)):
+        if x.shape[0] != B:
+            raise ValueError(f"{name} has batch {x.shape[0]} but q has {B}")
+        if x.shape[1] != H:
+            raise ValueError(f"{name} has {x.shape[1]} heads but q has {H}")
+        if x.shape[3] != D:
+            raise ValueError(f"{name} has head dim {x.shape[3]} but q has {D}")
+    Lk = k.shape[2]
+    if v.shape[2] != Lk:
+        raise ValueError(f"v has length {v.shape[2]} but k has {Lk}")
+    for name, n in (("q length", Lq), ("k length", Lk), ("head dim", D), ("batch", B), ("heads", H)):
+        if n < 1:
+            raise ValueError(f"{name} must be at least 1, got {n}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if kind == "numpy":
+        check_same_dtype(qkv, _NUMPY_FLOATS)
+    else:
+        allowed = TRITON_DTYPES if tier.startswith("t2") or tier.startswith("t3") else _TORCH_FLOATS
+        check_same_dtype(qkv, allowed)
+        check_same_device(qkv)
+        if tier.startswith("t2") or tier.startswith("t3"):
+            check_triton_device("q", q)
+            if D > 256:
+                raise ValueError(f"head dim {D} is larger than the Triton tiers support (256)")
+    return AttentionShape(B, H, Lq, Lk, D, check_scale(scale, D), bool(causal))
