@@ -17,6 +17,8 @@ Backward (recompute instead of storing P). With Δ_i = Σ_d dO_id·O_id and P = 
 One kernel owns a key tile and loops over query tiles (dK, dV); another owns a query tile and
 loops over key tiles (dQ). Neither needs atomics, so the gradients are deterministic.
 """
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -252,10 +254,22 @@ _bwd_dq_tuned = triton.autotune(configs=_bwd_configs(), key=_FWD_KEY)(_bwd_dq)
 _INTERPRETER_TILES = {"BLOCK_M": 32, "BLOCK_N": 16}
 
 
+def _fixed_config(kernel, head_dim, ieee):
+    """Tiles used when autotuning is off (TIERS_AUTOTUNE=0, as in the test suite)."""
+    if ieee or head_dim > 128:
+        return triton.Config({"BLOCK_M": 64, "BLOCK_N": 32}, num_warps=4, num_stages=2)
+    if kernel is _attn_fwd:
+        return triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=4 if head_dim <= 64 else 8, num_stages=3)
+    return triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4, num_stages=2)
+
+
 def _launch(kernel, tuned, grid_of, *args, **meta):
-    """Run the autotuned kernel on the GPU, or the plain kernel with small tiles in the interpreter."""
+    """Interpreter: small tiles. GPU: autotuned, unless TIERS_AUTOTUNE=0 picks fixed tiles."""
     if interpreting():
         kernel[grid_of(_INTERPRETER_TILES)](*args, **meta, **_INTERPRETER_TILES)
+    elif os.environ.get("TIERS_AUTOTUNE", "1") == "0":
+        cfg = _fixed_config(kernel, meta["HEAD_DIM"], meta["IEEE"])
+        kernel[grid_of(cfg.kwargs)](*args, **meta, **cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     else:
         tuned[grid_of](*args, **meta)
 

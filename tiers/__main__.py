@@ -1,0 +1,3 @@
+from tiers.cli import main
+
+main()

@@ -1,0 +1,79 @@
+"""What every benchmark shares: the environment tag, the timer, the measured ceilings, the writer."""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import platform
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "figures" / "data"
+
+
+def environment() -> dict:
+    import torch
+    import triton
+
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else platform.processor() or "cpu"
+    return {
+        "device": gpu,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda or "",
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
+    }
+
+
+def time_ms(fn, *, warmup=25, rep=100) -> float:
+    """Median milliseconds of fn() by CUDA events (triton.testing.do_bench)."""
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+
+
+def measure_ceilings() -> dict:
+    """The fp16 matrix-product rate and the device-copy bandwidth of this GPU, measured now."""
+    import torch
+
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    gemm_ms = time_ms(lambda: a @ b)
+    src = torch.randn(256 * 2**20, device="cuda")  # 1 GiB
+    dst = torch.empty_like(src)
+    copy_ms = time_ms(lambda: dst.copy_(src))
+    return {"gemm_fp16_tflops": 2 * n**3 / gemm_ms / 1e9,
+            "copy_TBps": 2 * src.numel() * 4 / copy_ms / 1e9}
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+
+
+def write_rows(rows: list[dict], name: str, env: dict, out_dir: Path | None = None, extra: dict | None = None):
+    """Write rows as CSV and JSON named <name>_<device>_<date>; returns the two paths."""
+    out_dir = Path(out_dir or DATA_DIR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{name}_{slug(env['device'])}_{env['date']}"
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    csv_path, json_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.json"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    with open(json_path, "w") as f:
+        json.dump({"environment": env, **(extra or {}), "rows": rows}, f, indent=1)
+    return csv_path, json_path
+
+
+def load_rows(name: str, data_dir: Path | None = None) -> tuple[dict, list[dict]]:
+    """Newest recorded JSON for benchmark `name`: (header, rows). Raises FileNotFoundError."""
+    data_dir = Path(data_dir or DATA_DIR)
+    files = sorted(data_dir.glob(f"{name}_*.json"), key=lambda p: p.stem.rsplit("_", 1)[-1])
+    if not files:
+        raise FileNotFoundError(f"no recorded data for {name!r} in {data_dir}")
+    blob = json.loads(files[-1].read_text())
+    rows = blob.pop("rows")
+    return blob, rows

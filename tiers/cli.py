@@ -1,0 +1,43 @@
+"""`python -m tiers bench attention` measures on a GPU; `python -m tiers figures` redraws the
+figures from recorded data and needs no GPU."""
+from __future__ import annotations
+
+import argparse
+
+
+def _ints(text):
+    return tuple(int(x) for x in text.split(","))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="tiers")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bench", help="time every tier and the anchors on the GPU, write figures/data/")
+    b.add_argument("algorithm", choices=["attention"])
+    b.add_argument("--lengths", type=_ints, default=(1024, 2048, 4096, 8192, 16384))
+    b.add_argument("--head-dims", type=_ints, default=(64, 128))
+    b.add_argument("--modes", default="fwd,fwd_bwd")
+    b.add_argument("--providers", default=None, help="comma list; default all")
+    b.add_argument("--out", default=None, help="output folder (default figures/data)")
+    f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
+    f.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+
+    if args.cmd == "bench":
+        from tiers.bench import attention as bench
+
+        providers = tuple(args.providers.split(",")) if args.providers else bench.PROVIDERS
+        env, ceilings, rows, paths = bench.run(args.lengths, args.head_dims, tuple(args.modes.split(",")),
+                                               providers, out_dir=args.out)
+        print(env)
+        print(bench.summary(rows, ceilings))
+        print("wrote", *paths)
+    elif args.cmd == "figures":
+        from tiers import figures
+
+        for path in figures.draw_all(args.out):
+            print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
