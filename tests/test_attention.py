@@ -109,3 +109,18 @@ def test_comparison_fails_on_wrong_answer():
     bad[0, 0, 0, 0] = np.nan
     assert not compare(bad, ref, "float16")["ok"]
     assert not compare(spec(q, k, v, causal=True), ref, "bfloat16")["ok"]
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="autotuning runs only on a GPU")
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_autotuned_path(dtype, monkeypatch):
+    """The benchmark's path: every autotuned tile shape must give the same answer."""
+    monkeypatch.setenv("TIERS_AUTOTUNE", "1")
+    _check_forward("t3_triton_fused", dtype, (1, 2, 200, 200, 64), True, None, np.random.default_rng(2))
+    rng = np.random.default_rng(4)
+    q, k, v = (to_tier(x, "t3_triton_fused", dtype, requires_grad=True) for x in _inputs(rng, 1, 2, 150, 150, 64))
+    do = to_tier(randn(rng, 1, 2, 150, 64), "t3_triton_fused", dtype)
+    registry.get("attention", "t3_triton_fused")(q, k, v, causal=True).backward(do)
+    refs = spec_backward(*(t.detach().double().cpu().numpy() for t in (q, k, v, do)), causal=True)
+    for name, t, ref in zip("qkv", (q, k, v), refs):
+        assert_close(t.grad, ref, dtype, what=f"d{name}")

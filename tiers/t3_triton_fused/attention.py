@@ -239,8 +239,9 @@ def _bwd_configs():
 
 
 def _prune_fwd(configs, named_args, **kwargs):
+    args = {**named_args, **kwargs}  # constexpr arguments arrive in kwargs
     keep = [c for c in configs if c.kwargs["BLOCK_M"] % c.kwargs["BLOCK_N"] == 0]
-    if named_args["HEAD_DIM"] > 128 or named_args["IEEE"]:  # big tiles spill or exceed shared memory
+    if args["HEAD_DIM"] > 128 or args["IEEE"]:  # big tiles spill or exceed shared memory
         keep = [c for c in keep if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] <= 64 * 64] or keep[-1:]
     return keep
 
