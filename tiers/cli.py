@@ -19,6 +19,7 @@ def main(argv=None):
     b.add_argument("--modes", default="fwd,fwd_bwd")
     b.add_argument("--providers", default=None, help="comma list; default all")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
+    b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
     f.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -28,7 +29,7 @@ def main(argv=None):
 
         providers = tuple(args.providers.split(",")) if args.providers else bench.PROVIDERS
         env, ceilings, rows, paths = bench.run(args.lengths, args.head_dims, tuple(args.modes.split(",")),
-                                               providers, out_dir=args.out)
+                                               providers, out_dir=args.out, append=args.append)
         print(env)
         print(bench.summary(rows, ceilings))
         print("wrote", *paths)

@@ -69,7 +69,7 @@ def cases(lengths, head_dims, tokens=16384, hidden=2048):
 
 
 def run(lengths=(1024, 2048, 4096, 8192, 16384), head_dims=(64, 128), modes=("fwd", "fwd_bwd"),
-        providers=PROVIDERS, dtype="float16", out_dir=None, progress=True):
+        providers=PROVIDERS, dtype="float16", out_dir=None, progress=True, append=False):
     import torch
     from tqdm import tqdm
 
@@ -113,6 +113,7 @@ def run(lengths=(1024, 2048, 4096, 8192, 16384), head_dims=(64, 128), modes=("fw
                     fn(q, k, v).backward(do)
                 ms = time_ms(step)
             row["ms"] = ms
+            row["gemm_ceiling_tflops"] = ceilings["gemm_fp16_tflops"]
             if prov == "t3_triton_fused":
                 row["config"] = _chosen_tiles(mode)
             row["tflops"] = flops(B, H, L, D, causal, mode) / ms / 1e9
@@ -124,7 +125,8 @@ def run(lengths=(1024, 2048, 4096, 8192, 16384), head_dims=(64, 128), modes=("fw
             q = k = v = None
             torch.cuda.empty_cache()
         rows.append(row)
-    paths = write_rows(rows, "attention", env, out_dir, extra={"ceilings": ceilings})
+    paths = write_rows(rows, "attention", env, out_dir, extra={"ceilings": ceilings}, append=append,
+                       case_keys=("provider", "mode", "dtype", "B", "H", "L", "D", "causal"))
     return env, ceilings, rows, paths
 
 

@@ -50,15 +50,23 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
-def write_rows(rows: list[dict], name: str, env: dict, out_dir: Path | None = None, extra: dict | None = None):
-    """Write rows as CSV and JSON named <name>_<device>_<date>; returns the two paths."""
+def write_rows(rows: list[dict], name: str, env: dict, out_dir: Path | None = None, extra: dict | None = None,
+               append: bool = False, case_keys: tuple = ()):
+    """Write rows as CSV and JSON named <name>_<device>_<date>; returns the two paths.
+
+    With `append`, rows already in that file whose `case_keys` values differ from every new
+    row are kept, so one benchmark can be measured over several device calls."""
     out_dir = Path(out_dir or DATA_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{name}_{slug(env['device'])}_{env['date']}"
+    csv_path, json_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.json"
+    if append and json_path.exists():  # keep earlier rows of other cases, replace re-measured ones
+        new_keys = {tuple(r.get(k) for k in case_keys) for r in rows}
+        old = json.loads(json_path.read_text())["rows"]
+        rows = [r for r in old if tuple(r.get(k) for k in case_keys) not in new_keys] + rows
     keys = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    csv_path, json_path = out_dir / f"{stem}.csv", out_dir / f"{stem}.json"
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()

@@ -54,14 +54,15 @@ def _fwd_tiles(acc, l_i, m_i, q, k_base, v_base, s_kn, s_kd, s_vn, s_vd,
             kt = tl.load(kt_ptrs)
         else:
             kt = tl.load(kt_ptrs, mask=d_ok[:, None], other=0.0)
-        s = _dot(q, kt, tl.zeros((q.shape[0], BLOCK_N), tl.float32), IEEE) * qk_scale
+        s = _dot(q, kt, tl.zeros((q.shape[0], BLOCK_N), tl.float32), IEEE)
         if MASKED:
             keep = offs_n[None, :] < Lk
             if CAUSAL:
                 keep = keep & (offs_m[:, None] >= offs_n[None, :])
             s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
+        # scale after the max, so that scaling and subtracting the max is one FMA per score
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         if MASKED:
@@ -82,6 +83,8 @@ def _attn_fwd(Q, K, V, O, LSE, qk_scale, Lq, Lk, H,
               CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
               IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid_m = tl.program_id(0)
+    if CAUSAL:  # the last query blocks see the most keys: start them first so the tail is short
+        pid_m = tl.num_programs(0) - 1 - pid_m
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -227,8 +230,8 @@ def _bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, qk_scale, scale, Lq, Lk, H,
 
 def _fwd_configs():
     cfgs = []
-    for bm, bn, w, s in [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 32, 4, 4),
-                         (64, 64, 4, 3), (64, 32, 4, 4)]:
+    for bm, bn, w, s in [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2),
+                         (128, 64, 8, 4), (64, 64, 4, 3), (64, 32, 4, 4)]:
         cfgs.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s))
     return cfgs
 

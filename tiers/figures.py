@@ -1,0 +1,114 @@
+"""Paper-style figures, drawn from the measured rows in figures/data/ (no GPU needed).
+
+Each function returns a matplotlib Figure; `draw_all` writes every figure under figures/.
+The notebooks call the same functions, so a figure in a notebook is the figure in the repo.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tiers.bench.common import DATA_DIR, load_rows
+
+FIG_DIR = DATA_DIR.parent
+STYLE = {  # provider: (label, color, marker)
+    "t1_torch": ("t1 PyTorch", "#9e9e9e", "v"),
+    "t2_triton_unfused": ("t2 Triton unfused", "#ff9800", "s"),
+    "t3_triton_fused": ("t3 Triton fused (ours)", "#d62728", "o"),
+    "sdpa_flash": ("SDPA FLASH", "#1f77b4", "^"),
+    "sdpa_cudnn": ("SDPA cuDNN", "#2ca02c", "D"),
+    "flex": ("FlexAttention", "#9467bd", "P"),
+}
+
+
+def _title(header):
+    env = header["environment"]
+    return f"{env['device']} · torch {env['torch']} · triton {env['triton']} · {env['date']}"
+
+
+def attention_throughput(data_dir=None):
+    """TFLOP/s against sequence length for every provider: forward (top) and forward+backward
+    (bottom), for head dim 64 and 128, without and with the causal mask."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("attention", data_dir)
+    ok = [r for r in rows if r["status"] == "ok"]
+    panels = sorted({(r["D"], r["causal"]) for r in ok})
+    modes = [m for m in ("fwd", "fwd_bwd") if any(r["mode"] == m for r in ok)]
+    fig, axes = plt.subplots(len(modes), len(panels), figsize=(3.6 * len(panels), 3.2 * len(modes)),
+                             squeeze=False, sharey="row")
+    ceiling = header.get("ceilings", {}).get("gemm_fp16_tflops")
+    for i, mode in enumerate(modes):
+        for j, (D, causal) in enumerate(panels):
+            ax = axes[i][j]
+            for prov, (label, color, marker) in STYLE.items():
+                pts = sorted((r["L"], r["tflops"]) for r in ok
+                             if r["provider"] == prov and r["mode"] == mode and r["D"] == D and r["causal"] == causal)
+                if pts:
+                    ax.plot(*zip(*pts), marker=marker, color=color, label=label, lw=1.6, ms=5)
+            if ceiling:
+                ax.axhline(ceiling, ls="--", color="k", lw=0.8)
+                ax.annotate("fp16 GEMM ceiling (measured)", xy=(0.03, ceiling * 0.97), xycoords=("axes fraction", "data"),
+                            fontsize=7, va="top")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{'forward' if mode == 'fwd' else 'forward + backward'}, D={D}, "
+                         f"{'causal' if causal else 'no mask'}", fontsize=9)
+            ax.set_xlabel("sequence length")
+            ax.grid(alpha=0.3)
+            if j == 0:
+                ax.set_ylabel("TFLOP/s")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.suptitle("Dense attention throughput, fp16, batch·length = 16K, hidden 2048 — " + _title(header),
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    return fig
+
+
+def attention_memory(data_dir=None):
+    """Extra device memory one forward call allocates (beyond q, k, v): t2 holds the L² scores,
+    t3 only its output and log-sum-exp."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("attention", data_dir)
+    ok = [r for r in rows if r["status"] == "ok" and r["mode"] == "fwd" and not r["causal"]
+          and r.get("peak_mem_mb") == r.get("peak_mem_mb")]
+    head_dims = sorted({r["D"] for r in ok})
+    fig, axes = plt.subplots(1, len(head_dims), figsize=(4.2 * len(head_dims), 3.4), squeeze=False)
+    for ax, D in zip(axes[0], head_dims):
+        for prov in ("t1_torch", "t2_triton_unfused", "t3_triton_fused", "sdpa_flash"):
+            label, color, marker = STYLE[prov]
+            pts = sorted((r["L"], r["peak_mem_mb"]) for r in ok if r["provider"] == prov and r["D"] == D)
+            if pts:
+                ax.plot(*zip(*pts), marker=marker, color=color, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel("peak extra memory, MiB")
+        ax.set_title(f"forward, D={D}, batch·length = 16K", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    fig.suptitle("Memory of one forward call — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory}
+
+
+def draw_all(out_dir=None, data_dir=None):
+    """Write every figure as PNG under figures/ (or out_dir); returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir or FIG_DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, draw in FIGURES.items():
+        fig = draw(data_dir)
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+        paths.append(path)
+    return paths
