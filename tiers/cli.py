@@ -9,6 +9,33 @@ def _ints(text):
     return tuple(int(x) for x in text.split(","))
 
 
+def self_check(shape=(1, 2, 45, 32), seed=0) -> str:
+    """Run every tier of every algorithm on one small random problem and report its error
+    against t0 (Triton tiers in the interpreter when there is no GPU)."""
+    import os
+
+    import numpy as np
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from tiers import registry
+    from tiers.tolerances import compare
+
+    rng = np.random.default_rng(seed)
+    lines = [f"self-check on {device}: every tier against t0 (float64), float32 inputs"]
+    for name, alg in registry.ALGORITHMS.items():
+        q, k, v = (rng.standard_normal(shape).astype(np.float32).astype(np.float64) for _ in range(3))
+        ref = registry.get(name, "t0_numpy")(q, k, v, causal=True)
+        for tier in alg.tiers[1:]:
+            out = registry.get(name, tier)(*(torch.tensor(x, dtype=torch.float32, device=device) for x in (q, k, v)),
+                                           causal=True)
+            res = compare(out, ref, "float32")
+            lines.append(f"  {name:<10} {tier:<18} rel err {res['rel']:.1e}  {'ok' if res['ok'] else 'FAILED'}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="tiers")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -22,6 +49,7 @@ def main(argv=None):
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
     f.add_argument("--out", default=None)
+    f.add_argument("--no-check", action="store_true", help="skip running every tier on a small problem first")
     args = p.parse_args(argv)
 
     if args.cmd == "bench":
@@ -36,6 +64,8 @@ def main(argv=None):
     elif args.cmd == "figures":
         from tiers import figures
 
+        if not args.no_check:
+            print(self_check())
         for path in figures.draw_all(args.out):
             print("wrote", path)
 

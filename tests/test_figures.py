@@ -1,0 +1,24 @@
+"""Figures are redrawn from the recorded data, with no GPU, by the same code the CLI runs."""
+from tiers import cli, figures
+from tiers.bench.common import load_rows
+
+
+def test_recorded_attention_data_is_complete():
+    header, rows = load_rows("attention")
+    for key in ("device", "torch", "triton", "date"):
+        assert header["environment"][key]
+    ok = {(r["provider"], r["mode"]) for r in rows if r["status"] == "ok"}
+    for prov in ("t3_triton_fused", "sdpa_flash", "sdpa_cudnn", "flex"):
+        assert (prov, "fwd") in ok and (prov, "fwd_bwd") in ok, prov
+
+
+def test_draw_all_writes_every_figure(tmp_path):
+    paths = figures.draw_all(tmp_path)
+    assert {p.name for p in paths} == {f"{n}.png" for n in figures.FIGURES}
+    assert all(p.stat().st_size > 10_000 for p in paths)
+
+
+def test_self_check_runs_every_tier():
+    report = cli.self_check(shape=(1, 1, 20, 16))
+    assert "FAILED" not in report
+    assert report.count(" ok") == 3
