@@ -10,10 +10,11 @@ from tiers import registry
 @pytest.mark.parametrize("name", list(registry.ALGORITHMS))
 def test_same_signature_in_every_tier(name):
     alg = registry.ALGORITHMS[name]
-    sigs = {t: inspect.signature(registry.get(name, t)) for t in alg.tiers}
-    first = sigs[alg.tiers[0]]
-    for tier, sig in sigs.items():
-        assert sig == first, f"{tier}.{alg.name}.{alg.entry}{sig} differs from {alg.tiers[0]}{first}"
+    for entry in alg.entries:
+        sigs = {t: inspect.signature(registry.get(name, t, entry)) for t in alg.tiers}
+        first = sigs[alg.tiers[0]]
+        for tier, sig in sigs.items():
+            assert sig == first, f"{tier}.{alg.name}.{entry}{sig} differs from {alg.tiers[0]}{first}"
 
 
 def test_every_tier_module_exists_in_all_tiers():

@@ -40,11 +40,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="tiers")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("bench", help="time every tier and the anchors on the GPU, write figures/data/")
-    b.add_argument("algorithm", choices=["attention"])
+    b.add_argument("algorithm", choices=["attention", "neighborhood"])
     b.add_argument("--lengths", type=_ints, default=(1024, 2048, 4096, 8192, 16384))
     b.add_argument("--head-dims", type=_ints, default=(64, 128))
     b.add_argument("--modes", default="fwd,fwd_bwd")
-    b.add_argument("--providers", default=None, help="comma list; default all")
+    b.add_argument("--providers", default=None, help="comma list; default all (attention)")
+    b.add_argument("--suites", default="paper,field", help="neighborhood: paper and/or field")
+    b.add_argument("--cases", default=None, help="neighborhood: comma list of field case names")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
@@ -52,7 +54,7 @@ def main(argv=None):
     f.add_argument("--no-check", action="store_true", help="skip running every tier on a small problem first")
     args = p.parse_args(argv)
 
-    if args.cmd == "bench":
+    if args.cmd == "bench" and args.algorithm == "attention":
         from tiers.bench import attention as bench
 
         providers = tuple(args.providers.split(",")) if args.providers else bench.PROVIDERS
@@ -60,6 +62,15 @@ def main(argv=None):
                                                providers, out_dir=args.out, append=args.append)
         print(env)
         print(bench.summary(rows, ceilings))
+        print("wrote", *paths)
+    elif args.cmd == "bench" and args.algorithm == "neighborhood":
+        from tiers.bench import neighborhood as bench
+
+        env, ceilings, rows, paths = bench.run(tuple(args.suites.split(",")), tuple(args.modes.split(",")),
+                                               out_dir=args.out, append=args.append,
+                                               field_cases=args.cases.split(",") if args.cases else None)
+        print(env, ceilings)
+        print(bench.summary(rows))
         print("wrote", *paths)
     elif args.cmd == "figures":
         from tiers import figures

@@ -92,6 +92,103 @@ def attention_memory(data_dir=None):
     return fig
 
 
+def _bars(ax, groups, series, values, colors, ylabel, log=False):
+    """Grouped bars: values[(group, series)] -> height (missing or NaN bars are left out)."""
+    import numpy as np
+
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for i, name in enumerate(series):
+        h = [values.get((g, name), float("nan")) for g in groups]
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, h, width, label=name, color=colors[i])
+        for b, val in zip(bars, h):
+            if val == val:
+                ax.annotate(f"{val:.1f}" if val < 100 else f"{val:.0f}", (b.get_x() + b.get_width() / 2, val),
+                            ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(x, groups, rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3, axis="y")
+
+
+def neighborhood_paper(data_dir=None):
+    """Faster Neighborhood Attention's plot: speedup of the GEMM-based unfused tier (t2) and the
+    fused tier (t3) over the naive PyTorch tier (t1), forward, 1D and 2D, across kernel sizes."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("neighborhood", data_dir)
+    rows = [r for r in rows if r["suite"] == "paper" and r["status"] == "ok"]
+    dtypes = [d for d in ("float32", "float16") if any(r["dtype"] == d for r in rows)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 3.6), squeeze=False)
+    for ax, dt in zip(axes[0], dtypes):
+        ms = {(r["case"], r["provider"]): r["ms"] for r in rows if r["dtype"] == dt}
+        cases = list(dict.fromkeys(r["case"] for r in rows if r["dtype"] == dt))
+        vals = {(c, lab): ms[(c, "t1_torch")] / ms[(c, p)] for c in cases
+                for p, lab in (("t2_triton_unfused", "t2 GEMM-based (unfused)"), ("t3_triton_fused", "t3 fused"))
+                if (c, p) in ms and (c, "t1_torch") in ms}
+        _bars(ax, cases, ["t2 GEMM-based (unfused)", "t3 fused"], vals, [STYLE["t2_triton_unfused"][1],
+              STYLE["t3_triton_fused"][1]], "speedup over t1 (naive PyTorch)", log=True)
+        ax.set_title(f"{dt}, forward, B=2 H=8 D=64", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.suptitle("Neighborhood attention: unfused and fused over naive — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def neighborhood_field(data_dir=None):
+    """NATTEN's H100 problems: speedup over dense SDPA cuDNN of t3, FlexAttention (same mask) and
+    dense FLASH, with the FLOP bound (dense pairs / neighbour pairs) marked."""
+    import matplotlib.pyplot as plt
+
+    from tiers.bench.neighborhood import FIELD, neighbor_pairs
+
+    header, rows = load_rows("neighborhood", data_dir)
+    rows = [r for r in rows if r["suite"] == "field" and r["status"] == "ok"]
+    modes = [m for m in ("fwd", "fwd_bwd") if any(r["mode"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(modes), figsize=(6 * len(modes), 3.8), squeeze=False)
+    provs = [("t3_triton_fused", "t3 fused (ours)"), ("flex", "FlexAttention, NA mask"), ("sdpa_flash", "dense FLASH")]
+    for ax, mode in zip(axes[0], modes):
+        ms = {(r["case"], r["provider"]): r["ms"] for r in rows if r["mode"] == mode}
+        cases = [c["case"] for c in FIELD if (c["case"], "sdpa_cudnn") in ms]
+        vals = {(c, lab): ms[(c, "sdpa_cudnn")] / ms[(c, p)] for c in cases for p, lab in provs if (c, p) in ms}
+        _bars(ax, cases, [lab for _, lab in provs], vals, [STYLE[p][1] for p, _ in provs],
+              "speedup over dense cuDNN", log=True)
+        for i, c in enumerate(FIELD):
+            if c["case"] in cases:
+                n = 1
+                for L in c["spatial"]:
+                    n *= L
+                bound = n * n / neighbor_pairs(c["spatial"], c["kernel"])
+                ax.hlines(bound, cases.index(c["case"]) - 0.45, cases.index(c["case"]) + 0.45, colors="k",
+                          linestyles="--", lw=1)
+        ax.axhline(1, color="gray", lw=0.8)
+        ax.set_title(f"{'forward' if mode == 'fwd' else 'forward + backward'}, fp16, B=1 H=24 D=128 "
+                     "(dashed: FLOP bound)", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("Neighborhood attention vs the field — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def neighborhood_memory(data_dir=None):
+    """Peak extra memory of one forward call: t2 materialises the [B, H, N, K] weights, t3 does not."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("neighborhood", data_dir)
+    rows = [r for r in rows if r["mode"] == "fwd" and r["status"] == "ok" and r["dtype"] == "float16"
+            and r["provider"] in ("t1_torch", "t2_triton_unfused", "t3_triton_fused")]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    vals = {(r["case"], STYLE[r["provider"]][0]): r["peak_mem_mb"] for r in rows}
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    provs = ["t1_torch", "t2_triton_unfused", "t3_triton_fused"]
+    _bars(ax, cases, [STYLE[p][0] for p in provs], vals, [STYLE[p][1] for p in provs], "peak extra MiB", log=True)
+    ax.legend(fontsize=8)
+    ax.set_title("Neighborhood attention, memory of one fp16 forward call — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory}
 
 

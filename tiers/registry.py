@@ -11,7 +11,7 @@ TIERS = ("t0_numpy", "t1_torch", "t2_triton_unfused", "t3_triton_fused")
 @dataclass(frozen=True)
 class Algorithm:
     name: str          # module name inside each tier folder
-    entry: str         # function name inside that module
+    entries: tuple     # public functions of that module, same signature in every tier
     tiers: tuple       # tiers that implement it
     backward: tuple    # tiers whose output supports autograd backward
     paper: str
@@ -20,19 +20,30 @@ class Algorithm:
 ALGORITHMS = {
     "attention": Algorithm(
         name="attention",
-        entry="attention",
+        entries=("attention",),
         tiers=TIERS,
         backward=("t1_torch", "t3_triton_fused"),
         paper="Dao, FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning (2023)",
     ),
+    "neighborhood": Algorithm(
+        name="neighborhood",
+        entries=("na1d", "na2d", "na3d"),
+        tiers=TIERS,
+        backward=("t1_torch", "t3_triton_fused"),
+        paper="Hassani et al., Faster Neighborhood Attention: Reducing the O(n^2) Cost of Self Attention "
+              "at the Threadblock Level (NeurIPS 2024)",
+    ),
 }
 
 
-def get(algorithm: str, tier: str):
-    """The callable `tiers.<tier>.<algorithm>.<entry>`, imported on first use."""
+def get(algorithm: str, tier: str, entry: str | None = None):
+    """The callable `tiers.<tier>.<algorithm>.<entry>` (default: the first entry), imported on first use."""
     alg = ALGORITHMS[algorithm]
     if tier not in alg.tiers:
         raise KeyError(f"{algorithm} has no {tier} tier (has: {', '.join(alg.tiers)})")
+    entry = entry or alg.entries[0]
+    if entry not in alg.entries:
+        raise KeyError(f"{algorithm} has no entry {entry!r} (has: {', '.join(alg.entries)})")
     module = importlib.import_module(f"tiers.{tier}.{alg.name}")
-    return getattr(module, alg.entry)
+    return getattr(module, entry)
 

@@ -116,3 +116,79 @@ def validate_attention(q, k, v, causal, scale, *, tier: str) -> AttentionShape:
             if D > 256:
                 raise ValueError(f"head dim {D} is larger than the Triton tiers support (256)")
     return AttentionShape(B, H, Lq, Lk, D, check_scale(scale, D), bool(causal))
+
+
+@dataclass(frozen=True)
+class NeighborhoodShape:
+    B: int
+    spatial: tuple      # (L,), (X, Y) or (X, Y, Z)
+    H: int
+    D: int
+    kernel_size: tuple
+    stride: tuple
+    dilation: tuple
+    causal: tuple
+    scale: float
+
+
+def _per_axis(name, value, ndim, kind):
+    """An int (bool for is_causal) or a tuple of ndim of them -> tuple."""
+    scalar_ok = (lambda x: isinstance(x, (bool, np.bool_))) if kind == "bool" else \
+        (lambda x: isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)))
+    if scalar_ok(value):
+        return (bool(value) if kind == "bool" else int(value),) * ndim
+    if isinstance(value, (tuple, list)):
+        if len(value) != ndim:
+            raise ValueError(f"{name} has {len(value)} entries but the input has {ndim} spatial axes")
+        if not all(scalar_ok(x) for x in value):
+            raise TypeError(f"{name} entries must be {'bools' if kind == 'bool' else 'ints'}, got {value!r}")
+        return tuple(bool(x) if kind == "bool" else int(x) for x in value)
+    raise TypeError(f"{name} must be {'a bool' if kind == 'bool' else 'an int'} or a tuple of {ndim}, "
+                    f"got {type(value).__name__}")
+
+
+def validate_neighborhood(q, k, v, kernel_size, stride, dilation, is_causal, scale, *, ndim: int,
+                          tier: str) -> NeighborhoodShape:
+    """Checks for `na{ndim}d(q, k, v, kernel_size, stride, dilation, is_causal, scale)`, heads-last
+    layout [B, *spatial, H, D] as NATTEN."""
+    qkv = (("q", q), ("k", k), ("v", v))
+    kind = "numpy" if tier == "t0_numpy" else "torch"
+    check_array_kind(qkv, kind)
+    layout = "[B, " + ", ".join("LXYZ"[0] if ndim == 1 else "XYZ"[a] for a in range(ndim)) + ", H, D]"
+    for name, x in qkv:
+        if x.ndim != ndim + 3:
+            raise ValueError(f"{name} must have rank {ndim + 3} {layout}, got shape {tuple(x.shape)}")
+    for name, x in (("k", k), ("v", v)):
+        if tuple(x.shape) != tuple(q.shape):
+            raise ValueError(f"{name} has shape {tuple(x.shape)} but q has {tuple(q.shape)}: "
+                             "neighborhood attention needs q, k, v of one shape")
+    B, *spatial, H, D = (int(n) for n in q.shape)
+    for name, n in (("batch", B), ("heads", H), ("head dim", D)):
+        if n < 1:
+            raise ValueError(f"{name} must be at least 1, got {n}")
+    K = _per_axis("kernel_size", kernel_size, ndim, "int")
+    s = _per_axis("stride", stride, ndim, "int")
+    d = _per_axis("dilation", dilation, ndim, "int")
+    c = _per_axis("is_causal", is_causal, ndim, "bool")
+    for a in range(ndim):
+        axis = f"axis {a}" if ndim > 1 else "the sequence"
+        if K[a] < 2:
+            raise ValueError(f"kernel_size must be at least 2 on {axis}, got {K[a]}")
+        if d[a] < 1:
+            raise ValueError(f"dilation must be at least 1 on {axis}, got {d[a]}")
+        if K[a] * d[a] > spatial[a]:
+            raise ValueError(f"kernel_size·dilation = {K[a]}·{d[a]} = {K[a] * d[a]} exceeds the length "
+                             f"{spatial[a]} of {axis}")
+        if not 1 <= s[a] <= K[a]:
+            raise ValueError(f"stride must be between 1 and kernel_size ({K[a]}) on {axis}, got {s[a]}")
+    if kind == "numpy":
+        check_same_dtype(qkv, _NUMPY_FLOATS)
+    else:
+        triton_tier = tier.startswith("t2") or tier.startswith("t3")
+        check_same_dtype(qkv, TRITON_DTYPES if triton_tier else _TORCH_FLOATS)
+        check_same_device(qkv)
+        if triton_tier:
+            check_triton_device("q", q)
+            if D > 256:
+                raise ValueError(f"head dim {D} is larger than the Triton tiers support (256)")
+    return NeighborhoodShape(B, tuple(spatial), H, D, K, s, d, c, check_scale(scale, D))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tiers.bench.common import environment, measure_ceilings, time_ms, write_rows
+from tiers.bench.common import environment, measure_ceilings, raise_dynamo_limits, time_ms, write_rows
 
 PROVIDERS = ("t1_torch", "t2_triton_unfused", "t3_triton_fused", "sdpa_flash", "sdpa_cudnn", "flex")
 FORWARD_ONLY = {"t2_triton_unfused"}
@@ -37,14 +37,9 @@ def _provider_fn(name, causal):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return run
     if name == "flex":
-        import torch._dynamo
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-        # one compile per shape and grad mode; past Dynamo's default limit of 8 flex_attention
-        # silently falls back to an unfused implementation, which would not be the anchor
-        for knob in ("recompile_limit", "cache_size_limit"):
-            if hasattr(torch._dynamo.config, knob):
-                setattr(torch._dynamo.config, knob, 1024)
+        raise_dynamo_limits()
         compiled = torch.compile(flex_attention, dynamic=False)
         masks = {}
 

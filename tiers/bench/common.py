@@ -85,3 +85,54 @@ def load_rows(name: str, data_dir: Path | None = None) -> tuple[dict, list[dict]
     blob = json.loads(files[-1].read_text())
     rows = blob.pop("rows")
     return blob, rows
+
+
+def measure(call, inputs, mode: str) -> dict:
+    """Time call(*inputs) ('fwd') or call(*inputs).backward(dO) ('fwd_bwd') with do_bench; for the
+    forward also the peak device memory one call allocates beyond its inputs. Out-of-memory and
+    other failures are recorded in 'status', never raised: one missing provider must not lose a run."""
+    import math
+
+    import torch
+
+    res = {"ms": math.nan, "peak_mem_mb": math.nan, "status": "ok"}
+    try:
+        if mode == "fwd":
+            with torch.no_grad():
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                call(*inputs)
+                torch.cuda.synchronize()
+                res["peak_mem_mb"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+                res["ms"] = time_ms(lambda: call(*inputs))
+        else:
+            for x in inputs:
+                x.requires_grad_(True)
+            do = torch.randn_like(call(*inputs))
+
+            def step():
+                for x in inputs:
+                    x.grad = None
+                call(*inputs).backward(do)
+            res["ms"] = time_ms(step)
+    except torch.cuda.OutOfMemoryError:
+        res["status"] = "oom"
+    except Exception as e:  # recorded, so a provider missing from this build does not end the run
+        res["status"] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    finally:
+        for x in inputs:
+            x.grad = None
+            x.requires_grad_(False)
+        torch.cuda.empty_cache()
+    return res
+
+
+def raise_dynamo_limits():
+    """FlexAttention recompiles per shape and grad mode; past Dynamo's default limit of 8 it
+    silently falls back to an unfused implementation, which would not be the anchor."""
+    import torch._dynamo
+
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 1024)
