@@ -9,7 +9,14 @@ def _ints(text):
     return tuple(int(x) for x in text.split(","))
 
 
-def self_check(shape=(1, 2, 45, 32), seed=0) -> str:
+# one small problem per algorithm: (entry, q/k/v shape, keyword arguments)
+_CHECKS = {
+    "attention": ("attention", (1, 2, 45, 32), dict(causal=True)),
+    "neighborhood": ("na2d", (1, 9, 11, 2, 16), dict(kernel_size=(3, 4), dilation=(2, 1), is_causal=(False, True))),
+}
+
+
+def self_check(seed=0) -> str:
     """Run every tier of every algorithm on one small random problem and report its error
     against t0 (Triton tiers in the interpreter when there is no GPU)."""
     import os
@@ -26,13 +33,13 @@ def self_check(shape=(1, 2, 45, 32), seed=0) -> str:
     rng = np.random.default_rng(seed)
     lines = [f"self-check on {device}: every tier against t0 (float64), float32 inputs"]
     for name, alg in registry.ALGORITHMS.items():
+        entry, shape, kwargs = _CHECKS[name]
         q, k, v = (rng.standard_normal(shape).astype(np.float32).astype(np.float64) for _ in range(3))
-        ref = registry.get(name, "t0_numpy")(q, k, v, causal=True)
+        ref = registry.get(name, "t0_numpy", entry)(q, k, v, **kwargs)
         for tier in alg.tiers[1:]:
-            out = registry.get(name, tier)(*(torch.tensor(x, dtype=torch.float32, device=device) for x in (q, k, v)),
-                                           causal=True)
-            res = compare(out, ref, "float32")
-            lines.append(f"  {name:<10} {tier:<18} rel err {res['rel']:.1e}  {'ok' if res['ok'] else 'FAILED'}")
+            args = (torch.tensor(x, dtype=torch.float32, device=device) for x in (q, k, v))
+            res = compare(registry.get(name, tier, entry)(*args, **kwargs), ref, "float32")
+            lines.append(f"  {name:<12} {entry:<9} {tier:<18} rel err {res['rel']:.1e}  {'ok' if res['ok'] else 'FAILED'}")
     return "\n".join(lines)
 
 
