@@ -13,6 +13,15 @@ from tiers.validation import check_same_device, check_same_dtype, check_triton_d
 
 
 @triton.jit
+def dot(a, b, acc, IEEE: tl.constexpr):
+    """acc + a·b; float32 inputs take exact float32 products (IEEE), half precision the tensor cores."""
+    if IEEE:
+        return tl.dot(a, b, acc, input_precision="ieee")
+    else:
+        return tl.dot(a, b, acc)
+
+
+@triton.jit
 def _bmm_kernel(A, B, C, M, N, K,
                 s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn,
                 IEEE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -36,10 +45,7 @@ def _bmm_kernel(A, B, C, M, N, K,
     for k0 in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k0 < K), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] + k0 < K) & (offs_n[None, :] < N), other=0.0)
-        if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = dot(a, b, acc, IEEE)
         a_ptrs += BLOCK_K * s_ak
         b_ptrs += BLOCK_K * s_bk
     c_ptrs = C + batch * s_cb + offs_m[:, None] * s_cm + offs_n[None, :] * s_cn

@@ -24,18 +24,10 @@ import triton
 import triton.language as tl
 
 from tiers.buffers import empty, empty_like
+from tiers.kernels.gemm import dot as _dot
 from tiers.validation import interpreting, validate_attention
 
 LOG2E = 1.4426950408889634
-
-
-@triton.jit
-def _dot(a, b, acc, IEEE: tl.constexpr):
-    # float32 inputs take exact float32 products; half precision goes to the tensor cores
-    if IEEE:
-        return tl.dot(a, b, acc, input_precision="ieee")
-    else:
-        return tl.dot(a, b, acc)
 
 
 @triton.jit

@@ -28,47 +28,10 @@ import triton
 import triton.language as tl
 
 from tiers.buffers import empty, empty_like
-from tiers.t3_triton_fused.attention import LOG2E, _bwd_delta, _dot
+from tiers.kernels.na_tiles import Problem, as6d, coords, flat_index, in_window, rows, strides6, tile_of_program, window
+from tiers.kernels.gemm import dot as _dot
+from tiers.t3_triton_fused.attention import LOG2E, _bwd_delta
 from tiers.validation import interpreting, validate_neighborhood
-
-
-@triton.jit
-def _window(ip, Lg, K, s, CAUSAL: tl.constexpr):
-    """Group-coordinate window [lo, hi) of queries at group coordinates ip (the shared formula)."""
-    if CAUSAL:
-        leader = tl.minimum((ip // s) * s + s - 1, Lg - 1)
-        lo = tl.maximum(leader - K + 1, 0)
-        hi = ip + 1
-    else:
-        leader = tl.minimum((ip // s) * s + s // 2, Lg - 1)
-        lo = tl.minimum(tl.maximum(leader - K // 2, 0), Lg - K)
-        hi = lo + K
-    return lo, hi
-
-
-@triton.jit
-def _tile_origin(pid, L, d, T: tl.constexpr):
-    """Program index along one axis -> (dilation group g, group length Lg, first group coordinate)."""
-    n_tiles = tl.cdiv(tl.cdiv(L, d), T)
-    g = pid // n_tiles
-    return g, (L - g + d - 1) // d, (pid % n_tiles) * T
-
-
-@triton.jit
-def _split3(pid, LX, LY, LZ, DX, DY, DZ, TX: tl.constexpr, TY: tl.constexpr, TZ: tl.constexpr):
-    cnt_z = DZ * tl.cdiv(tl.cdiv(LZ, DZ), TZ)
-    cnt_y = DY * tl.cdiv(tl.cdiv(LY, DY), TY)
-    gx, lgx, ox = _tile_origin(pid // (cnt_z * cnt_y), LX, DX, TX)
-    gy, lgy, oy = _tile_origin((pid // cnt_z) % cnt_y, LY, DY, TY)
-    gz, lgz, oz = _tile_origin(pid % cnt_z, LZ, DZ, TZ)
-    return gx, gy, gz, lgx, lgy, lgz, ox, oy, oz
-
-
-@triton.jit
-def _coords(ox, oy, oz, TX: tl.constexpr, TY: tl.constexpr, TZ: tl.constexpr):
-    """Group coordinates of the TX·TY·TZ positions of a tile, flattened in C order."""
-    r = tl.arange(0, TX * TY * TZ)
-    return ox + r // (TY * TZ), oy + (r // TZ) % TY, oz + r % TZ
 
 
 @triton.jit
@@ -81,34 +44,32 @@ def _na_fwd(Q, K, V, O, LSE, qk_scale, H,
             NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr):
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
-    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = _split3(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
-    ipx, ipy, ipz = _coords(ox, oy, oz, TX, TY, TZ)
+    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = tile_of_program(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
+    ipx, ipy, ipz = coords(ox, oy, oz, TX, TY, TZ)
     q_ok = (ipx < lgx) & (ipy < lgy) & (ipz < lgz)
-    lox, hix = _window(ipx, lgx, KX, SX, CX)
-    loy, hiy = _window(ipy, lgy, KY, SY, CY)
-    loz, hiz = _window(ipz, lgz, KZ, SZ, CZ)
+    lox, hix = window(ipx, lgx, KX, SX, CX)
+    loy, hiy = window(ipy, lgy, KY, SY, CY)
+    loz, hiz = window(ipz, lgz, KZ, SZ, CZ)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    q_rows = base + (gx + ipx * DX).to(tl.int64) * s_x + (gy + ipy * DY).to(tl.int64) * s_y + (gz + ipz * DZ).to(tl.int64) * s_z
+    q_rows = rows(base, gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, s_x, s_y, s_z)
     q = tl.load(Q + q_rows[:, None] + offs_d[None, :] * s_d, mask=q_ok[:, None] & d_ok[None, :], other=0.0)
 
     m_i = tl.full((TX * TY * TZ,), float("-inf"), tl.float32)
     l_i = tl.zeros((TX * TY * TZ,), tl.float32)
     acc = tl.zeros((TX * TY * TZ, BLOCK_D), tl.float32)
-    jx0, jy0, jz0 = _coords(0, 0, 0, NX, NY, NZ)
+    jx0, jy0, jz0 = coords(0, 0, 0, NX, NY, NZ)
     # the union of this tile's windows, one box per axis
     for bx in range(tl.min(tl.where(q_ok, lox, lgx)), tl.max(tl.where(q_ok, hix, 0)), NX):
         for by in range(tl.min(tl.where(q_ok, loy, lgy)), tl.max(tl.where(q_ok, hiy, 0)), NY):
             for bz in range(tl.min(tl.where(q_ok, loz, lgz)), tl.max(tl.where(q_ok, hiz, 0)), NZ):
                 jx, jy, jz = bx + jx0, by + jy0, bz + jz0
                 k_ok = (jx < lgx) & (jy < lgy) & (jz < lgz)
-                k_rows = base + (gx + jx * DX).to(tl.int64) * s_x + (gy + jy * DY).to(tl.int64) * s_y + (gz + jz * DZ).to(tl.int64) * s_z
+                k_rows = rows(base, gx, gy, gz, jx, jy, jz, DX, DY, DZ, s_x, s_y, s_z)
                 kt = tl.load(K + k_rows[None, :] + offs_d[:, None] * s_d, mask=k_ok[None, :] & d_ok[:, None],
                              other=0.0)
                 s = _dot(q, kt, tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
-                keep = (jx[None, :] >= lox[:, None]) & (jx[None, :] < hix[:, None]) \
-                    & (jy[None, :] >= loy[:, None]) & (jy[None, :] < hiy[:, None]) \
-                    & (jz[None, :] >= loz[:, None]) & (jz[None, :] < hiz[:, None]) & k_ok[None, :]
+                keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :]
                 s = tl.where(keep, s, float("-inf"))
                 m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
                 m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # no neighbour seen yet
@@ -120,7 +81,7 @@ def _na_fwd(Q, K, V, O, LSE, qk_scale, H,
                 acc = _dot(p.to(v.dtype), v, acc * alpha[:, None], IEEE)
                 m_i = m_new
     l_safe = tl.where(l_i == 0.0, 1.0, l_i)  # only rows outside the input, which are not stored
-    flat = ((gx + ipx * DX) * LY + (gy + ipy * DY)) * LZ + (gz + ipz * DZ)
+    flat = flat_index(gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, LY, LZ)
     tl.store(LSE + bh.to(tl.int64) * LX * LY * LZ + flat, m_i + tl.math.log2(l_safe), mask=q_ok)
     tl.store(O + q_rows[:, None] + offs_d[None, :] * s_d, (acc / l_safe[:, None]).to(O.dtype.element_ty),
              mask=q_ok[:, None] & d_ok[None, :])
@@ -136,37 +97,34 @@ def _na_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, qk_scale, scale, H,
                NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr):
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
-    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = _split3(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
-    ipx, ipy, ipz = _coords(ox, oy, oz, TX, TY, TZ)
+    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = tile_of_program(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
+    ipx, ipy, ipz = coords(ox, oy, oz, TX, TY, TZ)
     q_ok = (ipx < lgx) & (ipy < lgy) & (ipz < lgz)
-    lox, hix = _window(ipx, lgx, KX, SX, CX)
-    loy, hiy = _window(ipy, lgy, KY, SY, CY)
-    loz, hiz = _window(ipz, lgz, KZ, SZ, CZ)
+    lox, hix = window(ipx, lgx, KX, SX, CX)
+    loy, hiy = window(ipy, lgy, KY, SY, CY)
+    loz, hiz = window(ipz, lgz, KZ, SZ, CZ)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    q_rows = base + (gx + ipx * DX).to(tl.int64) * s_x + (gy + ipy * DY).to(tl.int64) * s_y + (gz + ipz * DZ).to(tl.int64) * s_z
+    q_rows = rows(base, gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, s_x, s_y, s_z)
     qm = q_ok[:, None] & d_ok[None, :]
     q = tl.load(Q + q_rows[:, None] + offs_d[None, :] * s_d, mask=qm, other=0.0)
     do = tl.load(DO + q_rows[:, None] + offs_d[None, :] * s_d, mask=qm, other=0.0)
-    flat = bh.to(tl.int64) * LX * LY * LZ + ((gx + ipx * DX) * LY + (gy + ipy * DY)) * LZ + (gz + ipz * DZ)
+    flat = bh.to(tl.int64) * LX * LY * LZ + flat_index(gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, LY, LZ)
     lse = tl.load(LSE + flat, mask=q_ok, other=0.0)
     delta = tl.load(DELTA + flat, mask=q_ok, other=0.0)
     dq = tl.zeros((TX * TY * TZ, BLOCK_D), tl.float32)
-    jx0, jy0, jz0 = _coords(0, 0, 0, NX, NY, NZ)
+    jx0, jy0, jz0 = coords(0, 0, 0, NX, NY, NZ)
     for bx in range(tl.min(tl.where(q_ok, lox, lgx)), tl.max(tl.where(q_ok, hix, 0)), NX):
         for by in range(tl.min(tl.where(q_ok, loy, lgy)), tl.max(tl.where(q_ok, hiy, 0)), NY):
             for bz in range(tl.min(tl.where(q_ok, loz, lgz)), tl.max(tl.where(q_ok, hiz, 0)), NZ):
                 jx, jy, jz = bx + jx0, by + jy0, bz + jz0
                 k_ok = (jx < lgx) & (jy < lgy) & (jz < lgz)
-                k_rows = base + (gx + jx * DX).to(tl.int64) * s_x + (gy + jy * DY).to(tl.int64) * s_y + (gz + jz * DZ).to(tl.int64) * s_z
+                k_rows = rows(base, gx, gy, gz, jx, jy, jz, DX, DY, DZ, s_x, s_y, s_z)
                 km = k_ok[:, None] & d_ok[None, :]
                 k = tl.load(K + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
                 v = tl.load(V + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
                 s = _dot(q, tl.trans(k), tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
-                keep = (jx[None, :] >= lox[:, None]) & (jx[None, :] < hix[:, None]) \
-                    & (jy[None, :] >= loy[:, None]) & (jy[None, :] < hiy[:, None]) \
-                    & (jz[None, :] >= loz[:, None]) & (jz[None, :] < hiz[:, None]) \
-                    & k_ok[None, :] & q_ok[:, None]
+                keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :] & q_ok[:, None]
                 p = tl.where(keep, tl.math.exp2(s * qk_scale - lse[:, None]), 0.0)
                 dp = _dot(do, tl.trans(v), tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
                 dq = _dot((p * (dp - delta[:, None])).to(k.dtype), k, dq, IEEE)
@@ -194,12 +152,12 @@ def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
     # this program owns a key tile of NX·NY·NZ positions of one dilation group
-    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = _split3(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, NX, NY, NZ)
-    jx, jy, jz = _coords(ox, oy, oz, NX, NY, NZ)
+    gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = tile_of_program(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, NX, NY, NZ)
+    jx, jy, jz = coords(ox, oy, oz, NX, NY, NZ)
     k_ok = (jx < lgx) & (jy < lgy) & (jz < lgz)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    k_rows = base + (gx + jx * DX).to(tl.int64) * s_x + (gy + jy * DY).to(tl.int64) * s_y + (gz + jz * DZ).to(tl.int64) * s_z
+    k_rows = rows(base, gx, gy, gz, jx, jy, jz, DX, DY, DZ, s_x, s_y, s_z)
     km = k_ok[:, None] & d_ok[None, :]
     k = tl.load(K + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
     v = tl.load(V + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
@@ -208,21 +166,21 @@ def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
     qx_lo, qx_hi = _query_span(ox, ox + NX, lgx, KX, SX, CX)
     qy_lo, qy_hi = _query_span(oy, oy + NY, lgy, KY, SY, CY)
     qz_lo, qz_hi = _query_span(oz, oz + NZ, lgz, KZ, SZ, CZ)
-    ix0, iy0, iz0 = _coords(0, 0, 0, TX, TY, TZ)
+    ix0, iy0, iz0 = coords(0, 0, 0, TX, TY, TZ)
     row0 = bh.to(tl.int64) * LX * LY * LZ
     for bx in range(qx_lo, qx_hi, TX):
         for by in range(qy_lo, qy_hi, TY):
             for bz in range(qz_lo, qz_hi, TZ):
                 ipx, ipy, ipz = bx + ix0, by + iy0, bz + iz0
                 q_ok = (ipx < qx_hi) & (ipy < qy_hi) & (ipz < qz_hi)
-                lox, hix = _window(ipx, lgx, KX, SX, CX)
-                loy, hiy = _window(ipy, lgy, KY, SY, CY)
-                loz, hiz = _window(ipz, lgz, KZ, SZ, CZ)
-                q_rows = base + (gx + ipx * DX).to(tl.int64) * s_x + (gy + ipy * DY).to(tl.int64) * s_y + (gz + ipz * DZ).to(tl.int64) * s_z
+                lox, hix = window(ipx, lgx, KX, SX, CX)
+                loy, hiy = window(ipy, lgy, KY, SY, CY)
+                loz, hiz = window(ipz, lgz, KZ, SZ, CZ)
+                q_rows = rows(base, gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, s_x, s_y, s_z)
                 qm = q_ok[:, None] & d_ok[None, :]
                 q = tl.load(Q + q_rows[:, None] + offs_d[None, :] * s_d, mask=qm, other=0.0)
                 do = tl.load(DO + q_rows[:, None] + offs_d[None, :] * s_d, mask=qm, other=0.0)
-                flat = row0 + ((gx + ipx * DX) * LY + (gy + ipy * DY)) * LZ + (gz + ipz * DZ)
+                flat = row0 + flat_index(gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, LY, LZ)
                 lse = tl.load(LSE + flat, mask=q_ok, other=0.0)
                 delta = tl.load(DELTA + flat, mask=q_ok, other=0.0)
                 st = _dot(k, tl.trans(q), tl.zeros((NX * NY * NZ, TX * TY * TZ), tl.float32), IEEE)
@@ -261,60 +219,13 @@ def _tiles(rank, dtype, backward):
     return (_TILES_BWD if backward else _TILES)[rank]
 
 
-def _grid_axis(L, d, T):
-    return d * triton.cdiv(triton.cdiv(L, d), T)
-
-
-class _Problem:
-    """Everything the kernels need besides tensors: per-axis tuples padded to 3 axes."""
-
-    def __init__(self, shape, rank, dtype):
-        pad = 3 - rank
-        self.rank, self.B, self.H, self.D = rank, shape.B, shape.H, shape.D
-        self.L = (1,) * pad + shape.spatial
-        self.K = (1,) * pad + shape.kernel_size
-        self.S = (1,) * pad + shape.stride
-        self.Dl = (1,) * pad + shape.dilation
-        self.C = (False,) * pad + shape.causal
-        self.scale = shape.scale
-        self.N = self.L[0] * self.L[1] * self.L[2]
-        self.meta = dict(CX=self.C[0], CY=self.C[1], CZ=self.C[2], HEAD_DIM=shape.D,
-                         BLOCK_D=max(16, triton.next_power_of_2(shape.D)), IEEE=dtype == torch.float32)
-
-    def scalars(self):
-        return (self.H, *self.L, *self.K, *self.S, *self.Dl)
-
-    def grid(self, tile):
-        n = 1
-        for L, d, t in zip(self.L, self.Dl, tile):
-            n *= _grid_axis(L, d, t)
-        return (n, self.B * self.H)
-
-    def launch(self, kernel, owner_tile, T, N, warps, stages, *args):
-        kernel[self.grid(owner_tile)](*args, **self.meta, TX=T[0], TY=T[1], TZ=T[2], NX=N[0], NY=N[1], NZ=N[2],
-                                      num_warps=warps, num_stages=stages)
-
-
-def _as6d(x, rank):
-    """[B, *spatial, H, D] -> contiguous [B, X, Y, Z, H, D] view with singleton leading axes."""
-    x = x.contiguous()
-    for _ in range(3 - rank):
-        x = x.unsqueeze(1)
-    return x
-
-
 def _forward(q6, k6, v6, prob):
     o = empty_like(q6)
     lse = empty((prob.B * prob.H, prob.N), dtype=torch.float32, device=q6.device)
     T, N, w, st = _tiles(prob.rank, q6.dtype, backward=False)
     prob.launch(_na_fwd, T, T, N, w, st, q6, k6, v6, o, lse, prob.scale * LOG2E, *prob.scalars(),
-                *_strides6(q6))
+                *strides6(q6))
     return o, lse
-
-
-def _strides6(x):
-    s = x.stride()
-    return (s[0], s[1], s[2], s[3], s[4], s[5])
 
 
 def _backward(q6, k6, v6, o6, lse, do6, prob):
@@ -328,7 +239,7 @@ def _backward(q6, k6, v6, o6, lse, do6, prob):
                                            HEAD_DIM=prob.D, BLOCK_D=prob.meta["BLOCK_D"], BLOCK_M=64)
     dq, dk, dv = empty_like(q6), empty_like(k6), empty_like(v6)
     T, Nt, w, st = _tiles(prob.rank, q6.dtype, backward=True)
-    common = (prob.scale * LOG2E, prob.scale, *prob.scalars(), *_strides6(q6))
+    common = (prob.scale * LOG2E, prob.scale, *prob.scalars(), *strides6(q6))
     prob.launch(_na_bwd_dq, T, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dq, *common)
     prob.launch(_na_bwd_dkdv, Nt, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dk, dv, *common)
     return dq, dk, dv
@@ -337,7 +248,7 @@ def _backward(q6, k6, v6, o6, lse, do6, prob):
 class _NeighborhoodAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, prob):
-        q6, k6, v6 = (_as6d(x, prob.rank) for x in (q, k, v))
+        q6, k6, v6 = (as6d(x, prob.rank) for x in (q, k, v))
         o6, lse = _forward(q6, k6, v6, prob)
         ctx.save_for_backward(q6, k6, v6, o6, lse)
         ctx.prob, ctx.shape = prob, q.shape
@@ -347,17 +258,17 @@ class _NeighborhoodAttention(torch.autograd.Function):
     def backward(ctx, do):
         q6, k6, v6, o6, lse = ctx.saved_tensors
         prob = ctx.prob
-        dq, dk, dv = _backward(q6, k6, v6, o6, lse, _as6d(do, prob.rank), prob)
+        dq, dk, dv = _backward(q6, k6, v6, o6, lse, as6d(do, prob.rank), prob)
         return dq.reshape(ctx.shape), dk.reshape(ctx.shape), dv.reshape(ctx.shape), None
 
 
 def _na(q, k, v, kernel_size, stride, dilation, is_causal, scale, rank):
     shape = validate_neighborhood(q, k, v, kernel_size, stride, dilation, is_causal, scale, ndim=rank,
                                   tier="t3_triton_fused")
-    prob = _Problem(shape, rank, q.dtype)
+    prob = Problem(shape, rank, q.dtype)
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _NeighborhoodAttention.apply(q, k, v, prob)
-    q6, k6, v6 = (_as6d(x, rank) for x in (q, k, v))
+    q6, k6, v6 = (as6d(x, rank) for x in (q, k, v))
     return _forward(q6, k6, v6, prob)[0].reshape(q.shape)
 
 
