@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import dtypes_for, randn, to_tier
 from tiers import registry
-from tiers.neighborhood_windows import axis_neighbors, neighbor_mask
+from tiers.neighborhood_windows import axis_neighbors, key_tile_queries, neighbor_mask
 from tiers.t0_numpy.attention import attention as dense_spec
 from tiers.t0_numpy.neighborhood import na1d, na2d, na3d, na_backward
 from tiers.tolerances import assert_close
@@ -179,6 +179,24 @@ def test_windows_match_the_pictures():
     assert rows(axis_neighbors(10, 3, d=2)[[0, 1, 9]]) == [[0, 2, 4], [1, 3, 5], [5, 7, 9]]
     assert rows(axis_neighbors(10, 3, causal=True)[[0, 1, 5]]) == [[0], [0, 1], [3, 4, 5]]
     assert rows(axis_neighbors(10, 3, s=3)[[0, 2, 3, 9]]) == [[0, 1, 2], [0, 1, 2], [3, 4, 5], [7, 8, 9]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=st.integers(2, 40), K=st.integers(2, 8), d=st.integers(1, 4), s=st.integers(1, 8), causal=st.booleans(),
+       tile=st.sampled_from([1, 2, 4, 8, 16]))
+def test_key_tile_queries_are_exactly_the_queries_that_see_the_tile(L, K, d, s, causal, tile):
+    """The backward's dK/dV program walks these queries only, so they must be all of them."""
+    if K * d > L or s > K:
+        return
+    table, seen = key_tile_queries(L, K, d, s, causal, tile), axis_neighbors(L, K, d, s, causal)
+    for g in range(d):
+        keys = np.arange(g, L, d)
+        for t in range(table.shape[1]):
+            tile_keys = keys[t * tile:(t + 1) * tile]
+            queries = np.flatnonzero(seen[:, tile_keys].any(1)) if len(tile_keys) else np.array([], int)
+            assert (queries % d == g).all()
+            first, last = table[g, t]
+            assert list(queries // d) == list(range(first, last)), (g, t)
 
 
 def _bad(q, k, v):

@@ -130,7 +130,7 @@ def neighborhood_paper(data_dir=None):
         _bars(ax, cases, ["t2 GEMM-based (unfused)", "t3 fused"], vals, [STYLE["t2_triton_unfused"][1],
               STYLE["t3_triton_fused"][1]], "speedup over t1 (naive PyTorch)", log=True)
         ax.set_title(f"{dt}, forward, B=2 H=8 D=64", fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
     fig.suptitle("Neighborhood attention: unfused and fused over naive — " + _title(header), fontsize=9)
     fig.tight_layout()
     return fig
@@ -184,12 +184,88 @@ def neighborhood_memory(data_dir=None):
     provs = ["t1_torch", "t2_triton_unfused", "t3_triton_fused"]
     _bars(ax, cases, [STYLE[p][0] for p in provs], vals, [STYLE[p][1] for p in provs], "peak extra MiB", log=True)
     ax.legend(fontsize=8)
-    ax.set_title("Neighborhood attention, memory of one fp16 forward call — " + _title(header), fontsize=9)
+    ax.set_title("Neighborhood attention, extra memory of one fp16 forward (output included)\n" + _title(header),
+                 fontsize=9)
     fig.tight_layout()
     return fig
 
 
-FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory}
+# Pictures of the window formulas themselves (no data; the notebooks draw them).
+
+_GROUP_COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd")
+
+
+def _window_label(K, s, d, causal):
+    """'K=5, s=2, causal' with defaults left out; equal per-axis values given once."""
+    parts = [f"K={K}"] + [f"{n}={x}" for n, x in (("s", s), ("d", d)) if x != 1]
+    if causal is True:
+        parts.append("causal")
+    elif causal is not False:
+        parts.append(f"causal={causal}")
+    return ", ".join(parts)
+
+
+def draw_axis_windows(L, K, d=1, s=1, causal=False, ax=None):
+    """One axis's neighbourhoods as an [L, L] query × key grid (the shared `axis_neighbors`): a
+    filled cell is a key the query attends to, coloured by the query's dilation group; a dot marks
+    the query's own position. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    from tiers.neighborhood_windows import axis_neighbors
+
+    img = np.where(axis_neighbors(L, K, d, s, causal), 1 + np.arange(L)[:, None] % d, 0)
+    if ax is None:
+        ax = plt.subplots(figsize=(2.8, 2.8))[1]
+    colors = ["#f0f0f0"] + [_GROUP_COLORS[g % len(_GROUP_COLORS)] for g in range(d)]
+    ax.imshow(img, cmap=ListedColormap(colors), vmin=-0.5, vmax=d + 0.5)
+    ax.plot(range(L), range(L), ".", color="k", ms=3)
+    ax.set_xticks(np.arange(-0.5, L), minor=True)
+    ax.set_yticks(np.arange(-0.5, L), minor=True)
+    ax.grid(which="minor", color="white", lw=0.6)
+    ax.tick_params(which="both", length=0, labelsize=6)
+    ax.set_xticks(range(0, L, 2))
+    ax.set_yticks(range(0, L, 2))
+    ax.set_xlabel("key j", fontsize=8)
+    ax.set_ylabel("query i", fontsize=8)
+    ax.set_title(f"L={L}, " + _window_label(K, s, d, causal), fontsize=8)
+    return ax
+
+
+def draw_neighborhood_2d(shape, query, kernel_size, stride=1, dilation=1, is_causal=False, ax=None):
+    """The key grid of a 2D input with the neighbours of one query position highlighted (a row
+    of the shared `neighbor_mask`); the query is marked ×. Per-axis arguments are ints or
+    2-tuples. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from tiers.neighborhood_windows import neighbor_mask
+
+    def pair(a):
+        return tuple(a) if isinstance(a, (tuple, list)) else (a, a)
+
+    X, Y = shape
+    args = [pair(a) for a in (kernel_size, stride, dilation, is_causal)]
+    seen = neighbor_mask(shape, *args)[query[0] * Y + query[1]].reshape(X, Y)
+    if ax is None:
+        ax = plt.subplots(figsize=(2.8, 2.8))[1]
+    ax.imshow(seen, cmap="Reds", vmin=-0.15, vmax=1.6)
+    ax.plot(query[1], query[0], "x", color="k", ms=7, mew=2)
+    ax.set_xticks(np.arange(-0.5, Y), minor=True)
+    ax.set_yticks(np.arange(-0.5, X), minor=True)
+    ax.grid(which="minor", color="white", lw=0.6)
+    ax.tick_params(which="both", length=0, labelsize=6)
+    ax.set_xlabel("axis 1", fontsize=8)
+    ax.set_ylabel("axis 0", fontsize=8)
+    label = _window_label(*(a if a[0] != a[1] else a[0] for a in args))
+    ax.set_title(f"query {tuple(query)}: {int(seen.sum())} keys\n{label}", fontsize=8)
+    return ax
+
+
+FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
+           "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
+           "neighborhood_memory": neighborhood_memory}
 
 
 def draw_all(out_dir=None, data_dir=None):

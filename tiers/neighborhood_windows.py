@@ -47,6 +47,23 @@ def axis_windows(L: int, K: int, d: int = 1, s: int = 1, causal: bool = False):
     return g, lo, hi
 
 
+def key_tile_queries(L: int, K: int, d: int, s: int, causal: bool, tile: int) -> np.ndarray:
+    """For every dilation group g and key tile t (group coordinates t·tile ≤ j' < (t+1)·tile): the
+    queries whose window meets the tile, as [first, last) group coordinates. [d, n_tiles, 2] int32.
+    Windows only move forward as the query moves forward, so those queries are contiguous; the
+    backward kernel that owns a key tile walks exactly them."""
+    n_tiles = -(-group_length(L, d, 0) // tile)
+    out = np.zeros((d, n_tiles, 2), dtype=np.int32)
+    k0 = np.arange(n_tiles) * tile
+    for g in range(d):
+        Lg = group_length(L, d, g)
+        lo, hi = window_bounds(np.arange(Lg), Lg, K, s, causal)
+        first = np.searchsorted(hi, k0, side="right")                        # first query with hi > k0
+        last = np.searchsorted(lo, np.minimum(k0 + tile, Lg), side="left")   # queries with lo < k1
+        out[g, :, 0], out[g, :, 1] = first, np.maximum(first, last)
+    return out
+
+
 def is_neighbor(i, j, L: int, K: int, d: int, s: int, causal: bool, xp=np):
     """Elementwise: is key index j a neighbour of query index i along one axis (arrays of xp)."""
     g = i % d

@@ -64,6 +64,18 @@ def flat_index(gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, LY, LZ):
 
 
 @triton.jit
+def shared_window(lo, hi, ok):
+    """[max lo, min hi) over the valid queries of a tile: the keys every one of them sees."""
+    return tl.max(tl.where(ok, lo, 0)), tl.min(tl.where(ok, hi, 2147483647))
+
+
+@triton.jit
+def inside(bx, by, bz, NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr, lx, hx, ly, hy, lz, hz):
+    """Whether the key tile at (bx, by, bz) lies in the box [lx, hx) × [ly, hy) × [lz, hz)."""
+    return (bx >= lx) & (bx + NX <= hx) & (by >= ly) & (by + NY <= hy) & (bz >= lz) & (bz + NZ <= hz)
+
+
+@triton.jit
 def in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz):
     """[queries, keys] mask: key (jx, jy, jz) lies in the query's window on every axis."""
     return (jx[None, :] >= lox[:, None]) & (jx[None, :] < hix[:, None]) \
@@ -94,6 +106,10 @@ class Problem:
         self.meta = dict(CX=self.C[0], CY=self.C[1], CZ=self.C[2], HEAD_DIM=shape.D,
                          BLOCK_D=max(16, triton.next_power_of_2(shape.D)), IEEE=dtype == torch.float32)
 
+    def axes(self):
+        """(L, K, d, s, causal) of each of the three axes."""
+        return tuple(zip(self.L, self.K, self.Dl, self.S, self.C))
+
     def scalars(self):
         return (self.H, *self.L, *self.K, *self.S, *self.Dl)
 
@@ -103,9 +119,9 @@ class Problem:
             n *= grid_axis(L, d, t)
         return (n, self.B * self.H)
 
-    def launch(self, kernel, owner_tile, T, N, warps, stages, *args):
-        kernel[self.grid(owner_tile)](*args, **self.meta, TX=T[0], TY=T[1], TZ=T[2], NX=N[0], NY=N[1], NZ=N[2],
-                                      num_warps=warps, num_stages=stages)
+    def launch(self, kernel, owner_tile, T, N, warps, stages, *args, **constexprs):
+        kernel[self.grid(owner_tile)](*args, **self.meta, **constexprs, TX=T[0], TY=T[1], TZ=T[2], NX=N[0], NY=N[1],
+                                      NZ=N[2], num_warps=warps, num_stages=stages)
 
 
 def as6d(x, rank):

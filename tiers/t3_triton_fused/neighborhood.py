@@ -23,13 +23,17 @@ and dV by a program per key tile walking the queries that can see it. A query se
 within K + s of it on each axis, so that query box is small; the exact window is again the
 mask. Δ = rowsum(dO ⊙ O) comes from the dense-attention module's kernel.
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
 from tiers.buffers import empty, empty_like
-from tiers.kernels.na_tiles import Problem, as6d, coords, flat_index, in_window, rows, strides6, tile_of_program, window
+from tiers.kernels.na_tiles import (Problem, as6d, coords, flat_index, in_window, inside, rows, shared_window, strides6,
+                                    tile_of_program, window)
 from tiers.kernels.gemm import dot as _dot
+from tiers.neighborhood_windows import key_tile_queries
 from tiers.t3_triton_fused.attention import LOG2E, _bwd_delta
 from tiers.validation import interpreting, validate_neighborhood
 
@@ -41,7 +45,7 @@ def _na_fwd(Q, K, V, O, LSE, qk_scale, H,
             CX: tl.constexpr, CY: tl.constexpr, CZ: tl.constexpr,
             HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
             TX: tl.constexpr, TY: tl.constexpr, TZ: tl.constexpr,
-            NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr):
+            NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr, SPLIT: tl.constexpr):
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
     gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = tile_of_program(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
@@ -54,6 +58,11 @@ def _na_fwd(Q, K, V, O, LSE, qk_scale, H,
     d_ok = offs_d < HEAD_DIM
     q_rows = rows(base, gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, s_x, s_y, s_z)
     q = tl.load(Q + q_rows[:, None] + offs_d[None, :] * s_d, mask=q_ok[:, None] & d_ok[None, :], other=0.0)
+
+    # key tiles inside every query's window (most of them, for large kernels) skip the mask
+    ilx, ihx = shared_window(lox, hix, q_ok)
+    ily, ihy = shared_window(loy, hiy, q_ok)
+    ilz, ihz = shared_window(loz, hiz, q_ok)
 
     m_i = tl.full((TX * TY * TZ,), float("-inf"), tl.float32)
     l_i = tl.zeros((TX * TY * TZ,), tl.float32)
@@ -69,8 +78,9 @@ def _na_fwd(Q, K, V, O, LSE, qk_scale, H,
                 kt = tl.load(K + k_rows[None, :] + offs_d[:, None] * s_d, mask=k_ok[None, :] & d_ok[:, None],
                              other=0.0)
                 s = _dot(q, kt, tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
-                keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :]
-                s = tl.where(keep, s, float("-inf"))
+                if not (SPLIT and inside(bx, by, bz, NX, NY, NZ, ilx, ihx, ily, ihy, ilz, ihz)):
+                    keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :]
+                    s = tl.where(keep, s, float("-inf"))
                 m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
                 m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # no neighbour seen yet
                 p = tl.math.exp2(s * qk_scale - m_use[:, None])
@@ -94,7 +104,7 @@ def _na_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, qk_scale, scale, H,
                CX: tl.constexpr, CY: tl.constexpr, CZ: tl.constexpr,
                HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                TX: tl.constexpr, TY: tl.constexpr, TZ: tl.constexpr,
-               NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr):
+               NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr, SPLIT: tl.constexpr):
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
     gx, gy, gz, lgx, lgy, lgz, ox, oy, oz = tile_of_program(tl.program_id(0), LX, LY, LZ, DX, DY, DZ, TX, TY, TZ)
@@ -112,6 +122,10 @@ def _na_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, qk_scale, scale, H,
     flat = bh.to(tl.int64) * LX * LY * LZ + flat_index(gx, gy, gz, ipx, ipy, ipz, DX, DY, DZ, LY, LZ)
     lse = tl.load(LSE + flat, mask=q_ok, other=0.0)
     delta = tl.load(DELTA + flat, mask=q_ok, other=0.0)
+    ilx, ihx = shared_window(lox, hix, q_ok)
+    ily, ihy = shared_window(loy, hiy, q_ok)
+    ilz, ihz = shared_window(loz, hiz, q_ok)
+    all_q = tl.min(q_ok.to(tl.int32)) == 1
     dq = tl.zeros((TX * TY * TZ, BLOCK_D), tl.float32)
     jx0, jy0, jz0 = coords(0, 0, 0, NX, NY, NZ)
     for bx in range(tl.min(tl.where(q_ok, lox, lgx)), tl.max(tl.where(q_ok, hix, 0)), NX):
@@ -124,31 +138,31 @@ def _na_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, qk_scale, scale, H,
                 k = tl.load(K + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
                 v = tl.load(V + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
                 s = _dot(q, tl.trans(k), tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
-                keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :] & q_ok[:, None]
-                p = tl.where(keep, tl.math.exp2(s * qk_scale - lse[:, None]), 0.0)
+                p = tl.math.exp2(s * qk_scale - lse[:, None])
+                if not (SPLIT and all_q and inside(bx, by, bz, NX, NY, NZ, ilx, ihx, ily, ihy, ilz, ihz)):
+                    keep = in_window(jx, jy, jz, lox, hix, loy, hiy, loz, hiz) & k_ok[None, :] & q_ok[:, None]
+                    p = tl.where(keep, p, 0.0)
                 dp = _dot(do, tl.trans(v), tl.zeros((TX * TY * TZ, NX * NY * NZ), tl.float32), IEEE)
                 dq = _dot((p * (dp - delta[:, None])).to(k.dtype), k, dq, IEEE)
     tl.store(DQ + q_rows[:, None] + offs_d[None, :] * s_d, (dq * scale).to(DQ.dtype.element_ty), mask=qm)
 
 
 @triton.jit
-def _query_span(lo_key, hi_key, Lg, K, s, CAUSAL: tl.constexpr):
-    """Group coordinates of every query that can see a key in [lo_key, hi_key): within K + s."""
-    if CAUSAL:
-        lo = lo_key
-    else:
-        lo = tl.maximum(lo_key - K - s, 0)
-    return lo, tl.minimum(hi_key + K + s, Lg)
+def _query_span(TABLE, g, o, L, d, N: tl.constexpr):
+    """Group coordinates [first, last) of the queries that see a key of the tile at o in group g,
+    from the host's [d, n_tiles, 2] table (tiers/neighborhood_windows.py: key_tile_queries)."""
+    row = (g * tl.cdiv(tl.cdiv(L, d), N) + o // N) * 2
+    return tl.load(TABLE + row), tl.load(TABLE + row + 1)
 
 
 @triton.jit
-def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
+def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, QX, QY, QZ, qk_scale, scale, H,
                  LX, LY, LZ, KX, KY, KZ, SX, SY, SZ, DX, DY, DZ,
                  s_b, s_x, s_y, s_z, s_h, s_d,
                  CX: tl.constexpr, CY: tl.constexpr, CZ: tl.constexpr,
                  HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                  TX: tl.constexpr, TY: tl.constexpr, TZ: tl.constexpr,
-                 NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr):
+                 NX: tl.constexpr, NY: tl.constexpr, NZ: tl.constexpr, SPLIT: tl.constexpr):
     bh = tl.program_id(1)
     base = (bh // H).to(tl.int64) * s_b + (bh % H).to(tl.int64) * s_h
     # this program owns a key tile of NX·NY·NZ positions of one dilation group
@@ -163,9 +177,9 @@ def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
     v = tl.load(V + k_rows[:, None] + offs_d[None, :] * s_d, mask=km, other=0.0)
     dk = tl.zeros((NX * NY * NZ, BLOCK_D), tl.float32)
     dv = tl.zeros((NX * NY * NZ, BLOCK_D), tl.float32)
-    qx_lo, qx_hi = _query_span(ox, ox + NX, lgx, KX, SX, CX)
-    qy_lo, qy_hi = _query_span(oy, oy + NY, lgy, KY, SY, CY)
-    qz_lo, qz_hi = _query_span(oz, oz + NZ, lgz, KZ, SZ, CZ)
+    qx_lo, qx_hi = _query_span(QX, gx, ox, LX, DX, NX)
+    qy_lo, qy_hi = _query_span(QY, gy, oy, LY, DY, NY)
+    qz_lo, qz_hi = _query_span(QZ, gz, oz, LZ, DZ, NZ)
     ix0, iy0, iz0 = coords(0, 0, 0, TX, TY, TZ)
     row0 = bh.to(tl.int64) * LX * LY * LZ
     for bx in range(qx_lo, qx_hi, TX):
@@ -184,11 +198,17 @@ def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
                 lse = tl.load(LSE + flat, mask=q_ok, other=0.0)
                 delta = tl.load(DELTA + flat, mask=q_ok, other=0.0)
                 st = _dot(k, tl.trans(q), tl.zeros((NX * NY * NZ, TX * TY * TZ), tl.float32), IEEE)
-                keep = (jx[:, None] >= lox[None, :]) & (jx[:, None] < hix[None, :]) \
-                    & (jy[:, None] >= loy[None, :]) & (jy[:, None] < hiy[None, :]) \
-                    & (jz[:, None] >= loz[None, :]) & (jz[:, None] < hiz[None, :]) \
-                    & k_ok[:, None] & q_ok[None, :]
-                pt = tl.where(keep, tl.math.exp2(st * qk_scale - lse[None, :]), 0.0)
+                pt = tl.math.exp2(st * qk_scale - lse[None, :])
+                ilx, ihx = shared_window(lox, hix, q_ok)
+                ily, ihy = shared_window(loy, hiy, q_ok)
+                ilz, ihz = shared_window(loz, hiz, q_ok)
+                all_q = tl.min(q_ok.to(tl.int32)) == 1
+                if not (SPLIT and all_q and inside(ox, oy, oz, NX, NY, NZ, ilx, ihx, ily, ihy, ilz, ihz)):
+                    keep = (jx[:, None] >= lox[None, :]) & (jx[:, None] < hix[None, :]) \
+                        & (jy[:, None] >= loy[None, :]) & (jy[:, None] < hiy[None, :]) \
+                        & (jz[:, None] >= loz[None, :]) & (jz[:, None] < hiz[None, :]) \
+                        & k_ok[:, None] & q_ok[None, :]
+                    pt = tl.where(keep, pt, 0.0)
                 dv = _dot(pt.to(do.dtype), do, dv, IEEE)
                 dpt = _dot(v, tl.trans(do), tl.zeros((NX * NY * NZ, TX * TY * TZ), tl.float32), IEEE)
                 dk = _dot((pt * (dpt - delta[None, :])).to(q.dtype), q, dk, IEEE)
@@ -197,23 +217,28 @@ def _na_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, scale, H,
 
 
 # ---------------------------------------------------------------------------------------
-# Tile shapes (query tile T, key tile N, as (x, y, z)) per rank. 2D/3D tiles are boxes so the
-# key box a query tile needs stays compact; the interpreter uses 16-position tiles.
+# Tile shapes (query tile T, key tile N, as (x, y, z)) per rank, warps, stages, and whether key
+# tiles inside every query's window skip the mask. 2D/3D tiles are boxes so the key box a query
+# tile needs stays compact. Measured on an H100 (python -m tiers.bench.tune_neighborhood): the
+# split pays in the 1D/2D forward; in the backward the branch costs more than the mask saves.
+# The interpreter uses 16-position tiles.
 
-_TILES = {  # rank: (T, N, num_warps, num_stages)
-    1: ((1, 1, 128), (1, 1, 64), 8, 3),
-    2: ((1, 8, 16), (1, 8, 8), 8, 3),
-    3: ((2, 8, 8), (2, 4, 8), 8, 3),
+_TILES = {  # rank: (T, N, num_warps, num_stages, split)
+    1: ((1, 1, 128), (1, 1, 64), 8, 3, True),
+    2: ((1, 8, 16), (1, 8, 8), 8, 3, True),
+    3: ((2, 8, 8), (2, 4, 8), 8, 3, False),
 }
-_TILES_FP32 = {1: ((1, 1, 64), (1, 1, 32), 4, 2), 2: ((1, 8, 8), (1, 4, 8), 4, 2), 3: ((1, 8, 8), (1, 4, 8), 4, 2)}
-_TILES_BWD = {1: ((1, 1, 64), (1, 1, 64), 4, 2), 2: ((1, 8, 8), (1, 8, 8), 4, 2), 3: ((2, 4, 8), (2, 4, 8), 4, 2)}
+_TILES_FP32 = {1: ((1, 1, 64), (1, 1, 32), 4, 2, True), 2: ((1, 8, 8), (1, 4, 8), 4, 2, True),
+               3: ((1, 8, 8), (1, 4, 8), 4, 2, False)}
+_TILES_BWD = {1: ((1, 1, 64), (1, 1, 64), 4, 2, False), 2: ((1, 8, 8), (1, 8, 8), 4, 2, False),
+              3: ((2, 4, 8), (2, 4, 8), 4, 2, False)}
 _INTERPRETER = {1: ((1, 1, 16), (1, 1, 16)), 2: ((1, 4, 4), (1, 4, 4)), 3: ((1, 4, 4), (2, 2, 4))}
 
 
 def _tiles(rank, dtype, backward):
     if interpreting():
         t, n = _INTERPRETER[rank]
-        return t, n, 4, 1
+        return t, n, 4, 1, True  # the interpreter checks the split path; the GPU pass checks both
     if dtype == torch.float32:
         return _TILES_FP32[rank]
     return (_TILES_BWD if backward else _TILES)[rank]
@@ -222,9 +247,9 @@ def _tiles(rank, dtype, backward):
 def _forward(q6, k6, v6, prob):
     o = empty_like(q6)
     lse = empty((prob.B * prob.H, prob.N), dtype=torch.float32, device=q6.device)
-    T, N, w, st = _tiles(prob.rank, q6.dtype, backward=False)
+    T, N, w, st, split = _tiles(prob.rank, q6.dtype, backward=False)
     prob.launch(_na_fwd, T, T, N, w, st, q6, k6, v6, o, lse, prob.scale * LOG2E, *prob.scalars(),
-                *strides6(q6))
+                *strides6(q6), SPLIT=split)
     return o, lse
 
 
@@ -238,11 +263,18 @@ def _backward(q6, k6, v6, o6, lse, do6, prob):
                                            do3.stride(0), do3.stride(2), do3.stride(1), do3.stride(3),
                                            HEAD_DIM=prob.D, BLOCK_D=prob.meta["BLOCK_D"], BLOCK_M=64)
     dq, dk, dv = empty_like(q6), empty_like(k6), empty_like(v6)
-    T, Nt, w, st = _tiles(prob.rank, q6.dtype, backward=True)
+    T, Nt, w, st, split = _tiles(prob.rank, q6.dtype, backward=True)
     common = (prob.scale * LOG2E, prob.scale, *prob.scalars(), *strides6(q6))
-    prob.launch(_na_bwd_dq, T, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dq, *common)
-    prob.launch(_na_bwd_dkdv, Nt, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dk, dv, *common)
+    prob.launch(_na_bwd_dq, T, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dq, *common, SPLIT=split)
+    spans = [_key_tile_queries(*axis, n, q6.device) for axis, n in zip(prob.axes(), Nt)]
+    prob.launch(_na_bwd_dkdv, Nt, T, Nt, w, st, q6, k6, v6, do6, lse, delta, dk, dv, *spans, *common,
+                SPLIT=split)
     return dq, dk, dv
+
+
+@functools.lru_cache(maxsize=64)
+def _key_tile_queries(L, K, d, s, causal, tile, device):
+    return torch.tensor(key_tile_queries(L, K, d, s, causal, tile), device=device)
 
 
 class _NeighborhoodAttention(torch.autograd.Function):
