@@ -9,10 +9,16 @@ def _ints(text):
     return tuple(int(x) for x in text.split(","))
 
 
-# one small problem per algorithm: (entry, q/k/v shape, keyword arguments)
+def _strided_pattern():
+    from tiers.acsr import ACSR
+    return dict(pattern=ACSR.strided(45, 6, 8))
+
+
+# one small problem per algorithm: (entry, q/k/v shape, keyword arguments or a function making them)
 _CHECKS = {
     "attention": ("attention", (1, 2, 45, 32), dict(causal=True)),
     "neighborhood": ("na2d", (1, 9, 11, 2, 16), dict(kernel_size=(3, 4), dilation=(2, 1), is_causal=(False, True))),
+    "sparse_attention": ("sparse_attention", (1, 2, 45, 16), _strided_pattern),
 }
 
 
@@ -34,12 +40,13 @@ def self_check(seed=0) -> str:
     lines = [f"self-check on {device}: every tier against t0 (float64), float32 inputs"]
     for name, alg in registry.ALGORITHMS.items():
         entry, shape, kwargs = _CHECKS[name]
+        kwargs = kwargs() if callable(kwargs) else kwargs
         q, k, v = (rng.standard_normal(shape).astype(np.float32).astype(np.float64) for _ in range(3))
         ref = registry.get(name, "t0_numpy", entry)(q, k, v, **kwargs)
         for tier in alg.tiers[1:]:
             args = (torch.tensor(x, dtype=torch.float32, device=device) for x in (q, k, v))
             res = compare(registry.get(name, tier, entry)(*args, **kwargs), ref, "float32")
-            lines.append(f"  {name:<12} {entry:<9} {tier:<18} rel err {res['rel']:.1e}  {'ok' if res['ok'] else 'FAILED'}")
+            lines.append(f"  {name:<16} {entry:<16} {tier:<18} rel err {res['rel']:.1e}  {'ok' if res['ok'] else 'FAILED'}")
     return "\n".join(lines)
 
 
@@ -47,12 +54,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="tiers")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("bench", help="time every tier and the anchors on the GPU, write figures/data/")
-    b.add_argument("algorithm", choices=["attention", "neighborhood"])
+    b.add_argument("algorithm", choices=["attention", "neighborhood", "sparse_attention"])
     b.add_argument("--lengths", type=_ints, default=(1024, 2048, 4096, 8192, 16384))
     b.add_argument("--head-dims", type=_ints, default=(64, 128))
     b.add_argument("--modes", default="fwd,fwd_bwd")
-    b.add_argument("--providers", default=None, help="comma list; default all (attention)")
-    b.add_argument("--suites", default="paper,field", help="neighborhood: paper and/or field")
+    b.add_argument("--providers", default=None, help="comma list; default all (attention, sparse_attention)")
+    b.add_argument("--suites", default=None,
+                   help="neighborhood: paper,field (default both); sparse_attention: main,sweep (default main)")
+    b.add_argument("--patterns", default=None, help="sparse_attention: comma list of pattern names")
     b.add_argument("--cases", default=None, help="neighborhood: comma list of field case names")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
@@ -73,9 +82,20 @@ def main(argv=None):
     elif args.cmd == "bench" and args.algorithm == "neighborhood":
         from tiers.bench import neighborhood as bench
 
-        env, ceilings, rows, paths = bench.run(tuple(args.suites.split(",")), tuple(args.modes.split(",")),
+        env, ceilings, rows, paths = bench.run(tuple((args.suites or "paper,field").split(",")),
+                                               tuple(args.modes.split(",")),
                                                out_dir=args.out, append=args.append,
                                                field_cases=args.cases.split(",") if args.cases else None)
+        print(env, ceilings)
+        print(bench.summary(rows))
+        print("wrote", *paths)
+    elif args.cmd == "bench" and args.algorithm == "sparse_attention":
+        from tiers.bench import sparse_attention as bench
+
+        env, ceilings, rows, paths = bench.run(tuple((args.suites or "main").split(",")), out_dir=args.out,
+                                               append=args.append,
+                                               patterns=args.patterns.split(",") if args.patterns else None,
+                                               providers=args.providers.split(",") if args.providers else None)
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

@@ -263,9 +263,59 @@ def draw_neighborhood_2d(shape, query, kernel_size, stride=1, dilation=1, is_cau
     return ax
 
 
+def sparse_attention_speedup(data_dir=None):
+    """SPLAT's plot: per pattern at L = 8192 (fp16, B4 H16), speedup of t3 over the unfused t2,
+    over FlexAttention given the same mask, and over dense cuDNN, with the FLOP bound marked."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("sparse_attention", data_dir)
+    rows = [r for r in rows if r["suite"] == "main" and r["status"] == "ok"]
+    panels = [(D, m) for m in ("fwd", "fwd_bwd") for D in (64, 128)
+              if any(r["D"] == D and r["mode"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    series = [("t2_triton_unfused", "over t2 (unfused)"), ("flex", "over FlexAttention"),
+              ("sdpa_cudnn", "over dense cuDNN")]
+    for ax, (D, mode) in zip(axes[0], panels):
+        ms = {(r["pattern"], r["provider"]): r for r in rows if r["D"] == D and r["mode"] == mode}
+        pats = list(dict.fromkeys(r["pattern"] for r in rows if r["D"] == D and r["mode"] == mode))
+        vals = {(p, lab): ms[(p, prov)]["ms"] / ms[(p, "t3_triton_fused")]["ms"] for p in pats
+                for prov, lab in series if (p, prov) in ms and (p, "t3_triton_fused") in ms}
+        _bars(ax, pats, [lab for _, lab in series], vals, [STYLE[p][1] for p, _ in series],
+              "speedup of t3", log=True)
+        for i, p in enumerate(pats):
+            any_row = next(r for r in rows if r["pattern"] == p)
+            ax.hlines(any_row["flop_bound"], i - 0.45, i + 0.45, colors="k", linestyles="--", lw=1)
+        ax.axhline(1, color="gray", lw=0.8)
+        ax.set_title(f"D={D}, {'forward' if mode == 'fwd' else 'forward + backward'} (dashed: FLOP bound)", fontsize=8)
+        ax.legend(fontsize=6)
+    fig.suptitle("SPLAT sparse attention, fp16 B=4 H=16 L=8192 — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def sparse_attention_metadata(data_dir=None):
+    """Bytes to describe each pattern at L = 8192: ACSR (groups × segments) vs CSR vs a dense mask."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("sparse_attention", data_dir)
+    rows = [r for r in rows if r["suite"] == "main" and r["L"] == 8192]
+    pats = list(dict.fromkeys(r["pattern"] for r in rows))
+    first = {p: next(r for r in rows if r["pattern"] == p) for p in pats}
+    kinds = [("acsr_bytes", "ACSR", STYLE["t3_triton_fused"][1]), ("csr_bytes", "CSR", STYLE["t2_triton_unfused"][1]),
+             ("dense_mask_bytes", "dense bool mask", STYLE["t1_torch"][1])]
+    vals = {(p, lab): first[p][key] for p in pats for key, lab, _ in kinds}
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    _bars(ax, pats, [lab for _, lab, _ in kinds], vals, [c for _, _, c in kinds], "bytes (int32 indices)", log=True)
+    ax.legend(fontsize=8)
+    ax.set_title("Pattern metadata at L = 8192 (ACSR is O(groups · segments), CSR O(nnz), dense O(L²))", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
-           "neighborhood_memory": neighborhood_memory}
+           "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,
+           "sparse_attention_metadata": sparse_attention_metadata}
 
 
 def draw_all(out_dir=None, data_dir=None):

@@ -33,6 +33,14 @@ ALGORITHMS = {
         paper="Hassani et al., Faster Neighborhood Attention: Reducing the O(n^2) Cost of Self Attention "
               "at the Threadblock Level (NeurIPS 2024)",
     ),
+    "sparse_attention": Algorithm(
+        name="sparse_attention",
+        entries=("sparse_attention",),
+        tiers=TIERS,
+        backward=("t1_torch", "t3_triton_fused"),
+        paper="Gupta et al., SPLAT: A Framework for Optimised GPU Code-Generation for SParse reguLar "
+              "ATtention (2024)",
+    ),
 }
 
 

@@ -192,3 +192,29 @@ def validate_neighborhood(q, k, v, kernel_size, stride, dilation, is_causal, sca
             if D > 256:
                 raise ValueError(f"head dim {D} is larger than the Triton tiers support (256)")
     return NeighborhoodShape(B, tuple(spatial), H, D, K, s, d, c, check_scale(scale, D))
+
+
+@dataclass(frozen=True)
+class SparseAttentionShape:
+    B: int
+    H: int
+    Lq: int
+    Lk: int
+    D: int
+    scale: float
+
+
+def validate_sparse_attention(q, k, v, pattern, scale, *, tier: str) -> SparseAttentionShape:
+    """Checks for `sparse_attention(q, k, v, pattern, scale=)`: q, k, v as for dense attention,
+    and `pattern` a tiers.acsr.ACSR over exactly q's queries and k's keys."""
+    from tiers.acsr import ACSR
+
+    s = validate_attention(q, k, v, False, scale, tier=tier)
+    if not isinstance(pattern, ACSR):
+        raise TypeError(f"pattern must be a tiers.acsr.ACSR, got {type(pattern).__name__} "
+                        "(ACSR.from_mask turns a boolean mask into one)")
+    if pattern.Lq != s.Lq:
+        raise ValueError(f"pattern has Lq = {pattern.Lq} query rows but q has length {s.Lq}")
+    if pattern.Lk != s.Lk:
+        raise ValueError(f"pattern has Lk = {pattern.Lk} key columns but k has length {s.Lk}")
+    return SparseAttentionShape(s.B, s.H, s.Lq, s.Lk, s.D, s.scale)

@@ -136,3 +136,23 @@ def raise_dynamo_limits():
     for knob in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, 1024)
+
+
+def anchor_call(name: str, block_mask=None):
+    """(q, k, v) -> out for an anchor on [B, H, L, D] inputs: FlexAttention given `block_mask`,
+    or dense SDPA pinned to its FLASH or cuDNN backend."""
+    import torch
+    import torch.nn.functional as F
+
+    if name == "flex":
+        from torch.nn.attention.flex_attention import flex_attention
+        raise_dynamo_limits()
+        compiled = torch.compile(flex_attention, dynamic=False)
+        return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}[name]
+
+    def dense(q, k, v):
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v)
+    return dense

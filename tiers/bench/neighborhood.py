@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from tiers.bench.common import environment, measure, measure_ceilings, raise_dynamo_limits, write_rows
+from tiers.bench.common import anchor_call, environment, measure, measure_ceilings, write_rows
 from tiers.neighborhood_windows import axis_windows, is_neighbor
 
 FIELD = [
@@ -60,24 +60,6 @@ def _na_call(tier, rank, kernel):
     from tiers import registry
     f = registry.get("neighborhood", tier, f"na{rank}d")
     return lambda q, k, v: f(q, k, v, kernel)
-
-
-def _dense_call(name, block_mask=None):
-    import torch
-    import torch.nn.functional as F
-
-    if name == "flex":
-        from torch.nn.attention.flex_attention import flex_attention
-        raise_dynamo_limits()
-        compiled = torch.compile(flex_attention, dynamic=False)
-        return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    backend = {"sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}[name]
-
-    def run(q, k, v):
-        with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v)
-    return run
 
 
 def _inputs(B, spatial, H, D, dtype, seed):
@@ -130,7 +112,7 @@ def run(suites=("paper", "field"), modes=("fwd", "fwd_bwd"), out_dir=None, progr
         else:
             if prov == "flex" and case["case"] not in masks:
                 masks[case["case"]] = flex_na_mask(spatial, kernel)
-            call, inputs = _dense_call(prov, masks.get(case["case"])), [_heads_first(x) for x in (q, k, v)]
+            call, inputs = anchor_call(prov, masks.get(case["case"])), [_heads_first(x) for x in (q, k, v)]
         row.update(measure(call, inputs, mode))
         row["useful_tflops"] = flops / row["ms"] / 1e9
         if suite == "field" and mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
@@ -151,7 +133,7 @@ def _agreement(call, q, k, v, spatial, kernel, masks):
         masks[key] = flex_na_mask(spatial, kernel)
     with torch.no_grad():
         ours = _heads_first(call(q, k, v)).float()
-        ref = _dense_call("flex", masks[key])(*(_heads_first(x) for x in (q, k, v))).float()
+        ref = anchor_call("flex", masks[key])(*(_heads_first(x) for x in (q, k, v))).float()
     return float((ours - ref).norm() / ref.norm())
 
 

@@ -1,0 +1,135 @@
+"""SPLAT sparse-attention benchmark: t1, t2, t3 beside dense SDPA (cuDNN, FLASH) and
+FlexAttention given the same mask, fp16, [B, H, L, D] = [4, 16, L, D].
+
+Patterns (tiers/acsr.py), as in the issue's H100 anchors at L = 8192:
+  dilated   dilated_window(L, 512, 4)       Longformer  global_local(L, 512, 64)
+  strided   strided(L, local=128, stride=128)   blocked  blocked(L, 256)
+Suites: `main` — L = 8192, D 64 and 128, forward and forward+backward, every provider;
+`sweep` — forward over L = 2K…16K at D = 64 (t2, t3, Flex, cuDNN).
+Useful FLOPs count allowed pairs only: 4·B·H·D·nnz (3.5× for forward+backward); the FLOP bound
+of a pattern over dense attention is L² / nnz.
+"""
+from __future__ import annotations
+
+import math
+
+from tiers.bench.common import anchor_call, environment, measure, measure_ceilings, write_rows
+
+PATTERNS = {
+    "dilated_w512_d4": ("dilated_window", dict(window=512, dilation=4)),
+    "strided_l128_s128": ("strided", dict(local=128, stride=128)),
+    "longformer_w512_g64": ("global_local", dict(window=512, n_global=64)),
+    "blocked_256": ("blocked", dict(block=256)),
+}
+PROVIDERS = ("t3_triton_fused", "flex", "sdpa_cudnn", "sdpa_flash", "t2_triton_unfused", "t1_torch")
+SWEEP_PROVIDERS = ("t3_triton_fused", "flex", "sdpa_cudnn", "t2_triton_unfused")
+# t2 has no backward; t1's (gathered keys, recomputed per chunk) takes seconds a call at L = 8192
+FORWARD_ONLY = {"t2_triton_unfused", "t1_torch"}
+B, H = 4, 16
+
+
+def pattern(name, L):
+    from tiers.acsr import ACSR
+
+    kind, kw = PATTERNS[name]
+    return getattr(ACSR, kind)(L, **kw)
+
+
+def acsr_mask_mod(p):
+    """FlexAttention mask_mod(b, h, i, j) of an ACSR pattern, read from its segments (so the anchor
+    is given exactly the pattern the tiers compute)."""
+    groups = [(int(g.row0), int(g.row1), [tuple(int(x) for x in s) for s in g.segments])
+              for g in p.groups() if g.segments]
+
+    def mask_mod(b, h, i, j):
+        ok = i < 0
+        for r0, r1, segs in groups:
+            in_group = (i >= r0) & (i < r1)
+            for a, bs, s, ac, bc in segs:
+                off = j - (a * i + bs)
+                ok = ok | (in_group & (off >= 0) & (off % s == 0) & (off // s < ac * i + bc))
+        return ok
+    return mask_mod
+
+
+def flex_mask(p):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    return create_block_mask(acsr_mask_mod(p), None, None, p.Lq, p.Lk, device="cuda", _compile=True)
+
+
+def _call(prov, p, block_mask):
+    if prov in ("t1_torch", "t2_triton_unfused", "t3_triton_fused"):
+        from tiers import registry
+        f = registry.get("sparse_attention", prov)
+        return lambda q, k, v: f(q, k, v, p)
+    return anchor_call(prov, block_mask)
+
+
+def todo(suites):
+    jobs = []
+    if "main" in suites:
+        jobs += [("main", name, 8192, D, mode, prov) for name in PATTERNS for D in (64, 128)
+                 for mode in ("fwd", "fwd_bwd") for prov in PROVIDERS
+                 if not (mode == "fwd_bwd" and prov in FORWARD_ONLY)]
+    if "sweep" in suites:
+        jobs += [("sweep", name, L, 64, "fwd", prov) for name in PATTERNS for L in (2048, 4096, 16384)
+                 for prov in SWEEP_PROVIDERS]
+    return jobs
+
+
+def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=None, providers=None):
+    import torch
+    from tqdm import tqdm
+
+    if not torch.cuda.is_available():
+        raise SystemExit("the sparse-attention benchmark needs a CUDA GPU; `python -m tiers figures` redraws recorded data")
+    env = environment()
+    ceilings = measure_ceilings()
+    jobs = [j for j in todo(suites) if (patterns is None or j[1] in patterns)
+            and (providers is None or j[5] in providers)]
+    rows, masks, pats = [], {}, {}
+    bar = tqdm(jobs, disable=not progress, desc="sparse attention")
+    for suite, name, L, D, mode, prov in bar:
+        bar.set_postfix_str(f"{name} L={L} D={D} {prov} {mode}")
+        p = pats.setdefault((name, L), pattern(name, L))
+        st = p.stats()
+        row = dict(suite=suite, pattern=name, L=L, B=B, H=H, D=D, dtype="float16", mode=mode, provider=prov,
+                   nnz=st["nnz"], density=st["density"], flop_bound=1 / st["density"], groups=st["groups"],
+                   segments=st["segments"], acsr_bytes=st["metadata_bytes"], csr_bytes=st["csr_bytes"],
+                   dense_mask_bytes=st["dense_bytes"])
+        if prov == "flex" and (name, L) not in masks:
+            masks[(name, L)] = flex_mask(p)
+        g = torch.Generator(device="cuda").manual_seed(L + D)
+        q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+        call = _call(prov, p, masks.get((name, L)))
+        row.update(measure(call, [q, k, v], mode))
+        row["useful_tflops"] = 4 * B * H * D * st["nnz"] * (3.5 if mode == "fwd_bwd" else 1.0) / row["ms"] / 1e9
+        if mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
+            if (name, L) not in masks:
+                masks[(name, L)] = flex_mask(p)
+            with torch.no_grad():
+                ours = call(q, k, v).float()
+                ref = _call("flex", p, masks[(name, L)])(q, k, v).float()
+            row["rel_err_vs_flex"] = float((ours - ref).norm() / ref.norm())
+        rows.append(row)
+        q = k = v = None
+        torch.cuda.empty_cache()
+        # written after every case, so a run cut short keeps what it measured
+        paths = write_rows(rows, "sparse_attention", env, out_dir, extra={"ceilings": ceilings}, append=append,
+                           case_keys=("suite", "pattern", "L", "D", "mode", "provider"))
+    return env, ceilings, rows, paths
+
+
+def summary(rows) -> str:
+    by = {}
+    for r in rows:
+        by.setdefault((r["suite"], r["pattern"], r["L"], r["D"], r["mode"]), {})[r["provider"]] = r
+    lines = []
+    for (suite, name, L, D, mode), cells in sorted(by.items()):
+        base = cells.get("sdpa_cudnn", {}).get("ms", math.nan)
+        parts = [f"{p}: {c['ms']:.3f} ms ({base / c['ms']:.2f}x, {c['useful_tflops']:.0f} TF/s)"
+                 if c["status"] == "ok" else f"{p}: {c['status'][:30]}" for p, c in cells.items()]
+        bound = next(iter(cells.values()))["flop_bound"]
+        lines.append(f"{suite:5} {name:20} L={L:<5} D={D:<3} {mode:7} bound {bound:5.1f}x | " + " | ".join(parts))
+    return "\n".join(lines)

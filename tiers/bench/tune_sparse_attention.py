@@ -1,0 +1,49 @@
+"""Tile sweep for the fused sparse-attention kernels on the GPU (a development tool behind the
+tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
+
+    python -m tiers.bench.tune_sparse_attention [--out DIR] [--bwd]
+"""
+from __future__ import annotations
+
+import argparse
+
+from tiers.bench.common import environment, measure, write_rows
+from tiers.bench.sparse_attention import B, H, PATTERNS, pattern
+
+FWD = [(128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 128, 4, 3)]
+BWD = [(64, 64, 4, 2), (64, 64, 8, 2), (128, 64, 8, 2), (64, 128, 8, 2), (32, 64, 4, 2)]
+
+
+def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128)):
+    import torch
+
+    from tiers.t3_triton_fused import sparse_attention as t3
+
+    env, rows = environment(), []
+    table = t3._TILES_BWD if backward else t3._TILES
+    for D in head_dims:
+        block_d = max(16, D)
+        saved = table.get(block_d)
+        for name in PATTERNS:
+            p = pattern(name, L)
+            q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
+            for cfg in (BWD if backward else FWD):
+                table[block_d] = cfg
+                res = measure(lambda a, b, c: t3.sparse_attention(a, b, c, p), [q, k, v],
+                              "fwd_bwd" if backward else "fwd")
+                rows.append(dict(pattern=name, L=L, D=D, BM=cfg[0], BN=cfg[1], warps=cfg[2], stages=cfg[3], **res))
+                print(rows[-1], flush=True)
+        table[block_d] = saved
+    return write_rows(rows, "sparse_tune_bwd" if backward else "sparse_tune", env, out_dir)
+
+
+def main(argv=None):
+    a = argparse.ArgumentParser(prog="python -m tiers.bench.tune_sparse_attention")
+    a.add_argument("--out", default=None)
+    a.add_argument("--bwd", action="store_true")
+    args = a.parse_args(argv)
+    print(*run(args.out, args.bwd))
+
+
+if __name__ == "__main__":
+    main()

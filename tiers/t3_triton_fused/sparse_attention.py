@@ -1,0 +1,394 @@
+"""Fused sparse attention over an ACSR pattern (SPLAT), forward and backward.
+
+For each query i the allowed keys are the union of a few disjoint affine segments
+(tiers/acsr.py): keys start(i) + σ·m, 0 ≤ m < count(i), clipped to [0, Lk), with start and count
+affine in i. The kernel is FlashAttention's online softmax over exactly those keys, specialised
+just in time on the pattern's geometry:
+
+  * Segments are sorted into *classes* by (σ, a_start mod σ, b_start mod σ). Within a class,
+    the queries i = ρ + σ·t of one residue class ρ see keys of one residue class κ only:
+    j = κ + σ·u. So a program owns a tile of queries ρ + σ·(t0 … t0+BLOCK_M) and walks its
+    keys in dense tiles of u: a dilated window becomes a plain sliding window, the strided
+    part of a Sparse-Transformer pattern a plain causal triangle — nothing is masked merely for
+    lying in another residue class. σ, the number of segment slots and the group count are
+    constexprs: Triton compiles one kernel per geometry.
+  * Per query and slot, the key range [lo, hi) in u comes from the segment parameters of the
+    query's row group (found by a binary search over the group boundaries); a tile walks the
+    union of its queries' ranges and masks only key tiles that are not inside every range.
+  * A pattern with several classes (e.g. local window + strided) runs one launch per class;
+    because the segments are disjoint, the softmax over their union is the log-sum-exp merge
+    of the per-class results, done in place by the later launch. Rows without any key get
+    zeros (as FlexAttention), and lse = −∞.
+
+Backward (recompute P from lse), per class: dQ by the forward's walk; dK and dV by a program per
+key tile that walks the query rows able to see it — in class coordinates a segment is a band
+a·t + β ≤ u < (a + γ)·t + β + δ, so those rows are one interval per (group, slot), solved from
+the two inequalities. No atomics. Δ = rowsum(dO ⊙ O) comes from the dense-attention module.
+"""
+import functools
+import math
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from tiers.buffers import empty, empty_like
+from tiers.kernels.acsr_tiles import row_group
+from tiers.kernels.gemm import dot as _dot
+from tiers.t3_triton_fused.attention import LOG2E, _bwd_delta
+from tiers.validation import interpreting, validate_sparse_attention
+
+
+@triton.jit
+def _slot_range(TABLE, grp, rows, row_ok, slot, MAXSEG: tl.constexpr, SIGMA: tl.constexpr, kappa, Uk):
+    """Key range [lo, hi) in u (key j = κ + σ·u) of segment slot `slot` for each row, clipped."""
+    p = TABLE + (grp * MAXSEG + slot) * 4
+    start = tl.load(p) * rows + tl.load(p + 1)
+    count = tl.maximum(tl.load(p + 2) * rows + tl.load(p + 3), 0)
+    u0 = (start - kappa) // SIGMA            # exact: start ≡ κ (mod σ) within a class
+    lo = tl.maximum(u0, 0)
+    hi = tl.maximum(tl.minimum(u0 + count, Uk), lo)
+    return tl.where(row_ok, lo, 0), tl.where(row_ok & (count > 0), hi, 0)
+
+
+@triton.jit
+def _class_tile(pid, Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA: tl.constexpr, LOG_G: tl.constexpr,
+                BLOCK_M: tl.constexpr):
+    """Program -> its query rows ρ + σ·(t0 + 0..BLOCK_M), their groups, the key residue κ and
+    the number Uk of keys κ + σ·u of that residue."""
+    per_class = tl.cdiv(tl.cdiv(Lq, SIGMA), BLOCK_M)
+    rho = pid // per_class
+    rows = rho + SIGMA * ((pid % per_class) * BLOCK_M + tl.arange(0, BLOCK_M))
+    kappa = (A_MOD * rho + B_MOD) % SIGMA
+    Uk = tl.maximum(tl.cdiv(Lk - kappa, SIGMA), 0)
+    grp = row_group(BOUNDS, tl.minimum(rows, Lq - 1), G, LOG_G)
+    return rows, rows < Lq, grp, kappa, Uk
+
+
+@triton.jit
+def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, qk_scale, H, Lq, Lk, G, A_MOD, B_MOD,
+                s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                s_ob, s_oh, s_om, s_od,
+                SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr,
+                HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    rows, row_ok, grp, kappa, Uk = _class_tile(tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
+                                               BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    q = tl.load(Q + b * s_qb + h * s_qh + rows[:, None].to(tl.int64) * s_qm + offs_d[None, :] * s_qd,
+                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    k_base = K + b * s_kb + h * s_kh
+    v_base = V + b * s_vb + h * s_vh
+    m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    for slot in tl.static_range(MAXSEG):
+        lo, hi = _slot_range(TABLE, grp, rows, row_ok, slot, MAXSEG, SIGMA, kappa, Uk)
+        has = hi > lo
+        # keys every valid row of the tile sees: key tiles inside need no mask
+        in_lo = tl.max(tl.where(row_ok, lo, 0))
+        in_hi = tl.min(tl.where(row_ok, hi, Uk))
+        for u_start in range(tl.min(tl.where(has, lo, Uk)), tl.max(hi), BLOCK_N):
+            us = u_start + tl.arange(0, BLOCK_N)
+            keys = (kappa + SIGMA * us).to(tl.int64)
+            k_ok = us < Uk
+            kt = tl.load(k_base + keys[None, :] * s_kn + offs_d[:, None] * s_kd,
+                         mask=k_ok[None, :] & d_ok[:, None], other=0.0)
+            s = _dot(q, kt, tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+            if (u_start < in_lo) | (u_start + BLOCK_N > in_hi):
+                s = tl.where((us[None, :] >= lo[:, None]) & (us[None, :] < hi[:, None]), s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # no key seen yet
+            p = tl.math.exp2(s * qk_scale - m_use[:, None])
+            alpha = tl.math.exp2(m_i - m_use)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_base + keys[:, None] * s_vn + offs_d[None, :] * s_vd,
+                        mask=k_ok[:, None] & d_ok[None, :], other=0.0)
+            acc = _dot(p.to(v.dtype), v, acc * alpha[:, None], IEEE)
+            m_i = m_new
+    l_safe = tl.where(l_i == 0.0, 1.0, l_i)
+    o = acc / l_safe[:, None]
+    lse = tl.where(l_i > 0.0, m_i + tl.math.log2(l_safe), float("-inf"))
+    o_ptrs = O + b * s_ob + h * s_oh + rows[:, None].to(tl.int64) * s_om + offs_d[None, :] * s_od
+    lse_ptrs = LSE + bh.to(tl.int64) * Lq + rows
+    if not FIRST:  # merge with the classes already done: log-sum-exp of disjoint key sets
+        lse_prev = tl.load(lse_ptrs, mask=row_ok, other=float("-inf"))
+        o_prev = tl.load(o_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0).to(tl.float32)
+        top = tl.maximum(lse_prev, lse)
+        top = tl.where(top == float("-inf"), 0.0, top)
+        w_prev = tl.math.exp2(lse_prev - top)
+        w_new = tl.math.exp2(lse - top)
+        total = w_prev + w_new
+        t_safe = tl.where(total == 0.0, 1.0, total)
+        o = (o_prev * w_prev[:, None] + o * w_new[:, None]) / t_safe[:, None]
+        lse = tl.where(total > 0.0, top + tl.math.log2(t_safe), float("-inf"))
+    tl.store(lse_ptrs, lse, mask=row_ok)
+    tl.store(o_ptrs, o.to(O.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+
+
+@triton.jit
+def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
+                   s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                   s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+                   SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr,
+                   HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dQ of one class's query tiles, the forward's walk; later classes add to what the first wrote."""
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    rows, row_ok, grp, kappa, Uk = _class_tile(tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
+                                               BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    qm = row_ok[:, None] & d_ok[None, :]
+    rows64 = rows[:, None].to(tl.int64)
+    q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
+    do = tl.load(DO + b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
+    lse = tl.load(LSE + bh.to(tl.int64) * Lq + rows, mask=row_ok, other=0.0)
+    lse = tl.where(lse == float("-inf"), 0.0, lse)  # rows without keys: every p below is masked to 0
+    delta = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=row_ok, other=0.0)
+    k_base = K + b * s_kb + h * s_kh
+    v_base = V + b * s_vb + h * s_vh
+    dq = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    for slot in tl.static_range(MAXSEG):
+        lo, hi = _slot_range(TABLE, grp, rows, row_ok, slot, MAXSEG, SIGMA, kappa, Uk)
+        has = hi > lo
+        for u_start in range(tl.min(tl.where(has, lo, Uk)), tl.max(hi), BLOCK_N):
+            us = u_start + tl.arange(0, BLOCK_N)
+            keys = (kappa + SIGMA * us).to(tl.int64)
+            km = (us < Uk)[:, None] & d_ok[None, :]
+            k = tl.load(k_base + keys[:, None] * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
+            v = tl.load(v_base + keys[:, None] * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+            s = _dot(q, tl.trans(k), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+            keep = (us[None, :] >= lo[:, None]) & (us[None, :] < hi[:, None])
+            p = tl.where(keep, tl.math.exp2(s * qk_scale - lse[:, None]), 0.0)
+            dp = _dot(do, tl.trans(v), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+            dq = _dot((p * (dp - delta[:, None])).to(k.dtype), k, dq, IEEE)
+    dq_ptrs = DQ + b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd
+    dq = dq * scale
+    if not FIRST:
+        dq += tl.load(dq_ptrs, mask=qm, other=0.0).to(tl.float32)
+    tl.store(dq_ptrs, dq.to(DQ.dtype.element_ty), mask=qm)
+
+
+@triton.jit
+def _floordiv(x, y):
+    """⌊x / y⌋ for y > 0 whatever the sign of x (integer division truncates)."""
+    return tl.where(x >= 0, x // y, -((y - 1 - x) // y))
+
+
+@triton.jit
+def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, BOUNDS, TABLE, qk_scale, scale, H, Lq, Lk, G,
+                     A_MOD, B_MOD,
+                     s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                     s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gn, s_gd,
+                     SIGMA: tl.constexpr, MAXSEG: tl.constexpr, FIRST: tl.constexpr,
+                     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dK, dV of one key tile of one class; later classes add to what the first wrote (every
+    launch covers every key tile, so the first writes all of DK and DV).
+
+    In class coordinates (rows i = ρ + σt, keys j = κ + σu) a segment of group g is the band
+    a·t + β ≤ u < a·t + β + γ·t + δ. For this key tile [u0, u1) the rows that can see it form
+    one interval of t per (ρ, group, slot), from the two inequalities (a superset when a slope
+    is negative; the per-row mask is exact either way)."""
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    per_class = tl.cdiv(tl.cdiv(Lk, SIGMA), BLOCK_N)
+    kappa = tl.program_id(0) // per_class
+    u0 = (tl.program_id(0) % per_class) * BLOCK_N
+    Uk = tl.maximum(tl.cdiv(Lk - kappa, SIGMA), 0)
+    us = u0 + tl.arange(0, BLOCK_N)
+    k_ok = us < Uk
+    keys = (kappa + SIGMA * us).to(tl.int64)
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    km = k_ok[:, None] & d_ok[None, :]
+    k = tl.load(K + b * s_kb + h * s_kh + keys[:, None] * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
+    v = tl.load(V + b * s_vb + h * s_vh + keys[:, None] * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+    dk = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
+    u1 = u0 + BLOCK_N
+    for rho in range(SIGMA):
+        if (A_MOD * rho + B_MOD) % SIGMA == kappa:   # query residues whose keys have residue κ
+            for g in range(G):
+                r0 = tl.load(BOUNDS + g)
+                r1 = tl.load(BOUNDS + g + 1)
+                tg0 = (r0 - rho + SIGMA - 1) // SIGMA     # first t with ρ + σt ≥ r0 (r0 − ρ > −σ)
+                tg1 = (r1 - rho + SIGMA - 1) // SIGMA
+                for slot in tl.static_range(MAXSEG):
+                    p = TABLE + (g * MAXSEG + slot) * 4
+                    a = tl.load(p)
+                    ac = tl.load(p + 2)
+                    bc = tl.load(p + 3)
+                    beta = (a * rho + tl.load(p + 1) - kappa) // SIGMA   # exact within the class
+                    gamma = ac * SIGMA
+                    delta_c = ac * rho + bc
+                    t_lo = tg0
+                    t_hi = tg1
+                    if (ac == 0) & (bc <= 0):          # an empty slot
+                        t_hi = t_lo
+                    if a > 0:                          # the band starts before u1
+                        t_hi = tl.minimum(t_hi, _floordiv(u1 - beta - 1, a) + 1)
+                    elif a == 0:
+                        t_hi = tl.where(beta < u1, t_hi, t_lo)
+                    e = a + gamma
+                    if e > 0:                          # and ends after u0
+                        t_lo = tl.maximum(t_lo, _floordiv(u0 - beta - delta_c, e) + 1)
+                    elif e == 0:
+                        t_hi = tl.where(beta + delta_c > u0, t_hi, t_lo)
+                    for t_start in range(t_lo, t_hi, BLOCK_M):
+                        ts = t_start + tl.arange(0, BLOCK_M)
+                        t_ok = ts < t_hi
+                        rows = (rho + SIGMA * ts).to(tl.int64)
+                        qm = t_ok[:, None] & d_ok[None, :]
+                        q = tl.load(Q + b * s_qb + h * s_qh + rows[:, None] * s_qm + offs_d[None, :] * s_qd,
+                                    mask=qm, other=0.0)
+                        do = tl.load(DO + b * s_db + h * s_dh + rows[:, None] * s_dm + offs_d[None, :] * s_dd,
+                                     mask=qm, other=0.0)
+                        lse = tl.load(LSE + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
+                        lse = tl.where(lse == float("-inf"), 0.0, lse)
+                        dlt = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
+                        start = a * ts + beta
+                        lo = tl.maximum(start, 0)
+                        hi = tl.minimum(start + tl.maximum(gamma * ts + delta_c, 0), Uk)
+                        keep = (us[:, None] >= lo[None, :]) & (us[:, None] < hi[None, :]) & t_ok[None, :]
+                        st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
+                        pt = tl.where(keep, tl.math.exp2(st * qk_scale - lse[None, :]), 0.0)
+                        dv = _dot(pt.to(do.dtype), do, dv, IEEE)
+                        dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
+                        dk = _dot((pt * (dpt - dlt[None, :])).to(q.dtype), q, dk, IEEE)
+    g_ptrs = b * s_gb + h * s_gh + keys[:, None] * s_gn + offs_d[None, :] * s_gd
+    dk = dk * scale
+    if not FIRST:
+        dk += tl.load(DK + g_ptrs, mask=km, other=0.0).to(tl.float32)
+        dv += tl.load(DV + g_ptrs, mask=km, other=0.0).to(tl.float32)
+    tl.store(DK + g_ptrs, dk.to(DK.dtype.element_ty), mask=km)
+    tl.store(DV + g_ptrs, dv.to(DV.dtype.element_ty), mask=km)
+
+
+# ---------------------------------------------------------------------------------------
+# Host side: the JIT analysis of a pattern into classes, tiles, launches.
+
+class _Class:
+    """The segments of one (σ, a mod σ, b mod σ) class as a [G, slots, 4] table of
+    (a_start, b_start, a_count, b_count); missing slots have count 0."""
+
+    def __init__(self, sigma, a_mod, b_mod, table):
+        self.sigma, self.a_mod, self.b_mod, self.table = sigma, a_mod, b_mod, table
+
+
+@functools.lru_cache(maxsize=32)
+def _plan(pattern, device):
+    ka = pattern.kernel_arrays(np.int32)
+    G = len(ka.row_bounds) - 1
+    by_class = {}
+    for g in range(G):
+        for a, bs, sigma, ac, bc in ka.segs[ka.seg_ptr[g]:ka.seg_ptr[g + 1]]:
+            key = (int(sigma), int(a) % int(sigma), int(bs) % int(sigma))
+            by_class.setdefault(key, {}).setdefault(g, []).append((a, bs, ac, bc))
+    classes = []
+    for (sigma, a_mod, b_mod), groups in sorted(by_class.items()):
+        slots = max(len(v) for v in groups.values())
+        table = np.zeros((G, slots, 4), dtype=np.int32)
+        for g, segs in groups.items():
+            table[g, :len(segs)] = segs
+        classes.append(_Class(sigma, a_mod, b_mod, torch.tensor(table, device=device)))
+    bounds = torch.tensor(ka.row_bounds, device=device)
+    return bounds, G, max(0, math.ceil(math.log2(G))) if G > 1 else 0, classes
+
+
+# (BLOCK_M, BLOCK_N, warps, stages) by head-dim block; measured on an H100 with
+# python -m tiers.bench.tune_sparse_attention (64×64 tiles won on every pattern at L = 8192)
+_TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3), 128: (64, 64, 4, 3), 256: (64, 32, 8, 2)}
+_TILES_FP32 = (64, 32, 4, 2)
+_TILES_BWD = {64: (64, 64, 4, 2), 128: (64, 64, 4, 2), 256: (32, 32, 8, 1)}
+
+
+def _tiles(block_d, dtype, backward):
+    if interpreting():
+        return 16, 16, 4, 1
+    if dtype == torch.float32:
+        return (32, 32, 4, 1) if backward else _TILES_FP32
+    if backward:
+        return _TILES_BWD.get(block_d, (64, 64, 4, 2))
+    return _TILES[block_d]
+
+
+def _grid(Lq, sigma, block_m, BH):
+    return (sigma * triton.cdiv(triton.cdiv(Lq, sigma), block_m), BH)
+
+
+def _forward(q, k, v, shape, pattern):
+    bounds, G, log_g, classes = _plan(pattern, q.device)
+    o = empty_like(q)
+    lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
+    BLOCK_D = max(16, triton.next_power_of_2(shape.D))
+    BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=False)
+    if not classes:  # no row has a key: zeros, as FlexAttention
+        o.zero_()
+        lse.fill_(float("-inf"))
+    for n, c in enumerate(classes):
+        _sparse_fwd[_grid(shape.Lq, c.sigma, BM, shape.B * shape.H)](
+            q, k, v, o, lse, bounds, c.table, shape.scale * LOG2E, shape.H, shape.Lq, shape.Lk, G, c.a_mod, c.b_mod,
+            *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+            SIGMA=c.sigma, MAXSEG=c.table.shape[1], LOG_G=log_g, FIRST=n == 0,
+            HEAD_DIM=shape.D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32, BLOCK_M=BM, BLOCK_N=BN,
+            num_warps=warps, num_stages=stages)
+    return o, lse
+
+
+def _backward(q, k, v, o, lse, do, shape, pattern):
+    bounds, G, log_g, classes = _plan(pattern, q.device)
+    B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
+    BLOCK_D = max(16, triton.next_power_of_2(D))
+    delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)
+    _bwd_delta[(triton.cdiv(Lq, 64), B * H)](o, do, delta, Lq, H, *o.stride(), *do.stride(),
+                                           HEAD_DIM=D, BLOCK_D=BLOCK_D, BLOCK_M=64)
+    # one class writes the gradients in the input dtype; several add up in float32 first
+    acc = q.dtype if len(classes) <= 1 else torch.float32
+    dq, dk, dv = (empty(x.shape, dtype=acc, device=q.device) for x in (q, k, v))
+    if not classes:  # no row has a key: every gradient is zero
+        return dq.zero_(), dk.zero_(), dv.zero_()
+    BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=True)
+    for n, c in enumerate(classes):
+        common = (bounds, c.table, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G, c.a_mod, c.b_mod,
+                  *q.stride(), *k.stride(), *v.stride(), *do.stride())
+        meta = dict(SIGMA=c.sigma, MAXSEG=c.table.shape[1], FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32,
+                    BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
+        _sparse_bwd_dq[_grid(Lq, c.sigma, BM, B * H)](q, k, v, do, lse, delta, dq, *common, *dq.stride(),
+                                                      LOG_G=log_g, **meta)
+        _sparse_bwd_dkdv[_grid(shape.Lk, c.sigma, BN, B * H)](q, k, v, do, lse, delta, dk, dv, *common,
+                                                               *dk.stride(), **meta)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+class _SparseAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, shape, pattern):
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        o, lse = _forward(q, k, v, shape, pattern)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.shape, ctx.pattern = shape, pattern
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, o, lse, do.contiguous(), ctx.shape, ctx.pattern)
+        return dq, dk, dv, None, None
+
+
+def sparse_attention(q, k, v, pattern, scale=None):
+    """q [B, H, Lq, D], k, v [B, H, Lk, D], pattern an ACSR over [Lq, Lk] -> [B, H, Lq, D]."""
+    shape = validate_sparse_attention(q, k, v, pattern, scale, tier="t3_triton_fused")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _SparseAttention.apply(q, k, v, shape, pattern)
+    return _forward(q.contiguous(), k.contiguous(), v.contiguous(), shape, pattern)[0]
