@@ -95,7 +95,8 @@ def main(argv=None):
         env, ceilings, rows, paths = bench.run(tuple((args.suites or "main").split(",")), out_dir=args.out,
                                                append=args.append,
                                                patterns=args.patterns.split(",") if args.patterns else None,
-                                               providers=args.providers.split(",") if args.providers else None)
+                                               providers=args.providers.split(",") if args.providers else None,
+                                               modes=tuple(args.modes.split(",")))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

@@ -78,7 +78,8 @@ def todo(suites):
     return jobs
 
 
-def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=None, providers=None):
+def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=None, providers=None,
+        modes=("fwd", "fwd_bwd")):
     import torch
     from tqdm import tqdm
 
@@ -87,7 +88,7 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
     env = environment()
     ceilings = measure_ceilings()
     jobs = [j for j in todo(suites) if (patterns is None or j[1] in patterns)
-            and (providers is None or j[5] in providers)]
+            and (providers is None or j[5] in providers) and j[4] in modes]
     rows, masks, pats = [], {}, {}
     bar = tqdm(jobs, disable=not progress, desc="sparse attention")
     for suite, name, L, D, mode, prov in bar:
