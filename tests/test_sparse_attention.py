@@ -5,6 +5,7 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -449,6 +450,34 @@ def _tier_problems(draw):
 def test_forward_property_sweep(tier, problem, seed):
     pattern, shape = problem
     _check_forward(tier, "float32", pattern, shape, shape[2], np.random.default_rng(seed))
+
+
+@settings(max_examples=150, deadline=None)
+@given(problem=_tier_problems(), block_n=st.sampled_from([1, 4, 16, 64]))
+def test_t3_band_inversion_lists_every_row_that_sees_a_key_tile(problem, block_n):
+    """t3's dK/dV programs walk only the (row residue, group, slot, t-interval) items the host lists
+    for their key tile; every allowed (row, key) pair of every class must fall in one of them."""
+    from tiers.t3_triton_fused.sparse_attention import _plan, dkdv_items
+
+    pattern = problem[0]
+    bounds = pattern.kernel_arrays().row_bounds
+    for n, c in enumerate(_plan(pattern, torch.device("cpu"))[3]):
+        sigma, slots = c.sigma, c.host_table.shape[1]
+        ptr, items = dkdv_items(pattern, n, block_n)
+        per_class = -(-(-(-pattern.Lk // sigma)) // block_n)
+        assert len(ptr) == sigma * per_class + 1 and ptr[-1] == len(items)
+        for g in range(len(bounds) - 1):
+            for slot in range(slots):
+                a, b, ac, bc = (int(x) for x in c.host_table[g, slot])
+                for i in range(bounds[g], bounds[g + 1]):
+                    start, count = a * i + b, max(ac * i + bc, 0)
+                    for j in range(start, start + sigma * count, sigma):
+                        if not 0 <= j < pattern.Lk:
+                            continue
+                        kappa, u, rho, t = j % sigma, j // sigma, i % sigma, i // sigma
+                        mine = items[ptr[kappa * per_class + u // block_n]:ptr[kappa * per_class + u // block_n + 1]]
+                        assert any(r == rho and gs == g * slots + slot and lo <= t < hi for r, gs, lo, hi in mine), \
+                            (pattern, n, i, j)
 
 
 def test_t1_chunks_and_key_table(monkeypatch):

@@ -178,32 +178,27 @@ def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, qk_scale, scale, 
 
 
 @triton.jit
-def _floordiv(x, y):
-    """⌊x / y⌋ for y > 0 whatever the sign of x (integer division truncates)."""
-    return tl.where(x >= 0, x // y, -((y - 1 - x) // y))
-
-
-@triton.jit
-def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, BOUNDS, TABLE, qk_scale, scale, H, Lq, Lk, G,
-                     A_MOD, B_MOD,
+def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, qk_scale, scale, H, Lq, Lk,
                      s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                      s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gn, s_gd,
-                     SIGMA: tl.constexpr, MAXSEG: tl.constexpr, FIRST: tl.constexpr,
+                     SIGMA: tl.constexpr, FIRST: tl.constexpr,
                      HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dK, dV of one key tile of one class; later classes add to what the first wrote (every
     launch covers every key tile, so the first writes all of DK and DV).
 
     In class coordinates (rows i = ρ + σt, keys j = κ + σu) a segment of group g is the band
-    a·t + β ≤ u < a·t + β + γ·t + δ. For this key tile [u0, u1) the rows that can see it form
-    one interval of t per (ρ, group, slot), from the two inequalities (a superset when a slope
-    is negative; the per-row mask is exact either way)."""
+    a·t + β ≤ u < a·t + β + γ·t + δ. The rows that can see key tile [u0, u1) form one interval
+    of t per (ρ, group, slot); the host lists the non-empty ones per key tile (`_dkdv_items`),
+    so a program walks only rows that meet its tile and never loops over every group. The
+    per-row mask below is exact; the intervals may be a superset."""
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
+    tile = tl.program_id(0)
     per_class = tl.cdiv(tl.cdiv(Lk, SIGMA), BLOCK_N)
-    kappa = tl.program_id(0) // per_class
-    u0 = (tl.program_id(0) % per_class) * BLOCK_N
+    kappa = tile // per_class
+    u0 = (tile % per_class) * BLOCK_N
     Uk = tl.maximum(tl.cdiv(Lk - kappa, SIGMA), 0)
     us = u0 + tl.arange(0, BLOCK_N)
     k_ok = us < Uk
@@ -215,56 +210,38 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, BOUNDS, TABLE, qk_scale, s
     v = tl.load(V + b * s_vb + h * s_vh + keys[:, None] * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
     dk = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
-    u1 = u0 + BLOCK_N
-    for rho in range(SIGMA):
-        if (A_MOD * rho + B_MOD) % SIGMA == kappa:   # query residues whose keys have residue κ
-            for g in range(G):
-                r0 = tl.load(BOUNDS + g)
-                r1 = tl.load(BOUNDS + g + 1)
-                tg0 = (r0 - rho + SIGMA - 1) // SIGMA     # first t with ρ + σt ≥ r0 (r0 − ρ > −σ)
-                tg1 = (r1 - rho + SIGMA - 1) // SIGMA
-                for slot in tl.static_range(MAXSEG):
-                    p = TABLE + (g * MAXSEG + slot) * 4
-                    a = tl.load(p)
-                    ac = tl.load(p + 2)
-                    bc = tl.load(p + 3)
-                    beta = (a * rho + tl.load(p + 1) - kappa) // SIGMA   # exact within the class
-                    gamma = ac * SIGMA
-                    delta_c = ac * rho + bc
-                    t_lo = tg0
-                    t_hi = tg1
-                    if (ac == 0) & (bc <= 0):          # an empty slot
-                        t_hi = t_lo
-                    if a > 0:                          # the band starts before u1
-                        t_hi = tl.minimum(t_hi, _floordiv(u1 - beta - 1, a) + 1)
-                    elif a == 0:
-                        t_hi = tl.where(beta < u1, t_hi, t_lo)
-                    e = a + gamma
-                    if e > 0:                          # and ends after u0
-                        t_lo = tl.maximum(t_lo, _floordiv(u0 - beta - delta_c, e) + 1)
-                    elif e == 0:
-                        t_hi = tl.where(beta + delta_c > u0, t_hi, t_lo)
-                    for t_start in range(t_lo, t_hi, BLOCK_M):
-                        ts = t_start + tl.arange(0, BLOCK_M)
-                        t_ok = ts < t_hi
-                        rows = (rho + SIGMA * ts).to(tl.int64)
-                        qm = t_ok[:, None] & d_ok[None, :]
-                        q = tl.load(Q + b * s_qb + h * s_qh + rows[:, None] * s_qm + offs_d[None, :] * s_qd,
-                                    mask=qm, other=0.0)
-                        do = tl.load(DO + b * s_db + h * s_dh + rows[:, None] * s_dm + offs_d[None, :] * s_dd,
-                                     mask=qm, other=0.0)
-                        lse = tl.load(LSE + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
-                        lse = tl.where(lse == float("-inf"), 0.0, lse)
-                        dlt = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
-                        start = a * ts + beta
-                        lo = tl.maximum(start, 0)
-                        hi = tl.minimum(start + tl.maximum(gamma * ts + delta_c, 0), Uk)
-                        keep = (us[:, None] >= lo[None, :]) & (us[:, None] < hi[None, :]) & t_ok[None, :]
-                        st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
-                        pt = tl.where(keep, tl.math.exp2(st * qk_scale - lse[None, :]), 0.0)
-                        dv = _dot(pt.to(do.dtype), do, dv, IEEE)
-                        dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
-                        dk = _dot((pt * (dpt - dlt[None, :])).to(q.dtype), q, dk, IEEE)
+    for it in range(tl.load(ITEM_PTR + tile), tl.load(ITEM_PTR + tile + 1)):
+        item = ITEMS + it * 4
+        rho = tl.load(item)
+        seg = TABLE + tl.load(item + 1) * 4          # (group, slot) of the band
+        t_lo = tl.load(item + 2)
+        t_hi = tl.load(item + 3)
+        a = tl.load(seg)
+        ac = tl.load(seg + 2)
+        beta = (a * rho + tl.load(seg + 1) - kappa) // SIGMA   # exact within the class
+        gamma = ac * SIGMA
+        delta_c = ac * rho + tl.load(seg + 3)
+        for t_start in range(t_lo, t_hi, BLOCK_M):
+            ts = t_start + tl.arange(0, BLOCK_M)
+            t_ok = ts < t_hi
+            rows = (rho + SIGMA * ts).to(tl.int64)
+            qm = t_ok[:, None] & d_ok[None, :]
+            q = tl.load(Q + b * s_qb + h * s_qh + rows[:, None] * s_qm + offs_d[None, :] * s_qd,
+                        mask=qm, other=0.0)
+            do = tl.load(DO + b * s_db + h * s_dh + rows[:, None] * s_dm + offs_d[None, :] * s_dd,
+                         mask=qm, other=0.0)
+            lse = tl.load(LSE + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
+            lse = tl.where(lse == float("-inf"), 0.0, lse)
+            dlt = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=t_ok, other=0.0)
+            start = a * ts + beta
+            lo = tl.maximum(start, 0)
+            hi = tl.minimum(start + tl.maximum(gamma * ts + delta_c, 0), Uk)
+            keep = (us[:, None] >= lo[None, :]) & (us[:, None] < hi[None, :]) & t_ok[None, :]
+            st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
+            pt = tl.where(keep, tl.math.exp2(st * qk_scale - lse[None, :]), 0.0)
+            dv = _dot(pt.to(do.dtype), do, dv, IEEE)
+            dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
+            dk = _dot((pt * (dpt - dlt[None, :])).to(q.dtype), q, dk, IEEE)
     g_ptrs = b * s_gb + h * s_gh + keys[:, None] * s_gn + offs_d[None, :] * s_gd
     dk = dk * scale
     if not FIRST:
@@ -281,8 +258,9 @@ class _Class:
     """The segments of one (σ, a mod σ, b mod σ) class as a [G, slots, 4] table of
     (a_start, b_start, a_count, b_count); missing slots have count 0."""
 
-    def __init__(self, sigma, a_mod, b_mod, table):
-        self.sigma, self.a_mod, self.b_mod, self.table = sigma, a_mod, b_mod, table
+    def __init__(self, sigma, a_mod, b_mod, host_table, table):
+        self.sigma, self.a_mod, self.b_mod = sigma, a_mod, b_mod
+        self.host_table, self.table = host_table, table
 
 
 @functools.lru_cache(maxsize=32)
@@ -300,9 +278,58 @@ def _plan(pattern, device):
         table = np.zeros((G, slots, 4), dtype=np.int32)
         for g, segs in groups.items():
             table[g, :len(segs)] = segs
-        classes.append(_Class(sigma, a_mod, b_mod, torch.tensor(table, device=device)))
+        classes.append(_Class(sigma, a_mod, b_mod, table, torch.tensor(table, device=device)))
     bounds = torch.tensor(ka.row_bounds, device=device)
     return bounds, G, max(0, math.ceil(math.log2(G))) if G > 1 else 0, classes
+
+
+def dkdv_items(pattern, class_index, block_n):
+    """Band inversion on the host: for each key tile of one class (tile = κ·per_class + u0/BLOCK_N,
+    as the dK/dV grid numbers them), the non-empty (ρ, group·slots + slot, t_lo, t_hi) intervals of
+    query rows ρ + σt that can see the tile. Returns (ptr [tiles+1], items [n, 4]) as int32.
+
+    For a band a·t + β ≤ u < (a + γ)·t + β + δ and a tile [u0, u1): the band starts before u1
+    when a·t + β < u1 and ends after u0 when (a + γ)·t + β + δ > u0; each bounds t on one side when
+    its slope is positive, empties the interval when its slope is 0 and it fails, and is left to
+    the per-row mask when its slope is negative."""
+    _, _, _, classes = _plan(pattern, torch.device("cpu"))
+    c = classes[class_index]
+    sigma, Lq, Lk = c.sigma, pattern.Lq, pattern.Lk
+    bounds = pattern.kernel_arrays(np.int64).row_bounds
+    G, S = c.host_table.shape[:2]
+    tab = c.host_table.astype(np.int64).reshape(G * S, 4)
+    a, b, ac, bc = tab.T
+    per_class = -(-(-(-Lk // sigma)) // block_n)
+    u0 = np.arange(per_class, dtype=np.int64)[:, None] * block_n       # [tiles, 1]
+    u1 = u0 + block_n
+    per_tile = [[] for _ in range(sigma * per_class)]
+    live = ~((ac == 0) & (bc <= 0))                                     # empty slots hold zeros
+    for rho in range(sigma):
+        kappa = (c.a_mod * rho + c.b_mod) % sigma
+        r0, r1 = np.repeat(bounds[:-1], S), np.repeat(bounds[1:], S)
+        t_lo = np.broadcast_to((r0 - rho + sigma - 1) // sigma, (per_class, G * S)).copy()
+        t_hi = np.broadcast_to((r1 - rho + sigma - 1) // sigma, (per_class, G * S)).copy()
+        beta = (a * rho + b - kappa) // sigma
+        delta = ac * rho + bc
+        e = a + ac * sigma
+        with np.errstate(divide="ignore"):
+            hi_a = np.where(a > 0, (u1 - beta - 1) // np.where(a > 0, a, 1) + 1, t_hi)
+            lo_e = np.where(e > 0, (u0 - beta - delta) // np.where(e > 0, e, 1) + 1, t_lo)
+        t_hi = np.minimum(t_hi, hi_a)
+        t_lo = np.maximum(t_lo, lo_e)
+        dead = ~live | ((a == 0) & (beta >= u1)) | ((e == 0) & (beta + delta <= u0))
+        t_hi = np.where(dead, t_lo, t_hi)
+        for tile, gs in zip(*np.nonzero(t_hi > t_lo)):
+            per_tile[kappa * per_class + tile].append((rho, gs, t_lo[tile, gs], t_hi[tile, gs]))
+    ptr = np.zeros(len(per_tile) + 1, dtype=np.int32)
+    ptr[1:] = np.cumsum([len(x) for x in per_tile])
+    items = np.array([it for x in per_tile for it in x], dtype=np.int32).reshape(-1, 4)
+    return ptr, items
+
+
+@functools.lru_cache(maxsize=64)
+def _dkdv_items_on(pattern, class_index, block_n, device):
+    return tuple(torch.tensor(x, device=device) for x in dkdv_items(pattern, class_index, block_n))
 
 
 # (BLOCK_M, BLOCK_N, warps, stages) by head-dim block; measured on an H100 with
@@ -359,14 +386,16 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
         return dq.zero_(), dk.zero_(), dv.zero_()
     BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=True)
     for n, c in enumerate(classes):
-        common = (bounds, c.table, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G, c.a_mod, c.b_mod,
-                  *q.stride(), *k.stride(), *v.stride(), *do.stride())
-        meta = dict(SIGMA=c.sigma, MAXSEG=c.table.shape[1], FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32,
+        strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
+        meta = dict(SIGMA=c.sigma, FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32,
                     BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
-        _sparse_bwd_dq[_grid(Lq, c.sigma, BM, B * H)](q, k, v, do, lse, delta, dq, *common, *dq.stride(),
-                                                      LOG_G=log_g, **meta)
-        _sparse_bwd_dkdv[_grid(shape.Lk, c.sigma, BN, B * H)](q, k, v, do, lse, delta, dk, dv, *common,
-                                                               *dk.stride(), **meta)
+        _sparse_bwd_dq[_grid(Lq, c.sigma, BM, B * H)](
+            q, k, v, do, lse, delta, dq, bounds, c.table, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
+            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, **meta)
+        item_ptr, items = _dkdv_items_on(pattern, n, BN, q.device)
+        _sparse_bwd_dkdv[_grid(shape.Lk, c.sigma, BN, B * H)](
+            q, k, v, do, lse, delta, dk, dv, item_ptr, items, c.table, shape.scale * LOG2E, shape.scale, H, Lq,
+            shape.Lk, *strides, *dk.stride(), **meta)
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
