@@ -457,7 +457,7 @@ def test_forward_property_sweep(tier, problem, seed):
 def test_t3_band_inversion_lists_every_row_that_sees_a_key_tile(problem, block_n):
     """t3's dK/dV programs walk only the (row residue, group, slot, t-interval) items the host lists
     for their key tile; every allowed (row, key) pair of every class must fall in one of them."""
-    from tiers.t3_triton_fused.sparse_attention import _plan, dkdv_items
+    from tiers.t3_triton_fused.sparse_attention import _dkdv_items_on, _plan, _query_order_on, dkdv_items
 
     pattern = problem[0]
     bounds = pattern.kernel_arrays().row_bounds
@@ -478,6 +478,10 @@ def test_t3_band_inversion_lists_every_row_that_sees_a_key_tile(problem, block_n
                         mine = items[ptr[kappa * per_class + u // block_n]:ptr[kappa * per_class + u // block_n + 1]]
                         assert any(r == rho and gs == g * slots + slot and lo <= t < hi for r, gs, lo, hi in mine), \
                             (pattern, n, i, j)
+        # the launch orders (longest tiles first) are permutations of every tile
+        for (order, _), tiles in ((_dkdv_items_on(pattern, n, block_n, 16, "cpu")[2], len(ptr) - 1),
+                                  (_query_order_on(pattern, n, 16, block_n, "cpu"), sigma * -(-(-(-pattern.Lq // sigma)) // 16))):
+            assert sorted(order.tolist()) == list(range(tiles))
 
 
 def test_t1_chunks_and_key_table(monkeypatch):
@@ -502,9 +506,21 @@ def test_t1_chunks_and_key_table(monkeypatch):
         assert_close(t1.sparse_attention(q, k, v, pattern), full, "float64")
 
 
+def test_t3_starts_long_tiles_first_only_when_they_dominate():
+    """The global rows of a Longformer pattern make one query tile (and one key tile) far longer
+    than the rest: t3 then launches longest first (LPT); a sliding window keeps natural order.
+    The gradient case 'longformer-long-tiles-first' below runs that path at the interpreter's tiles."""
+    from tiers.t3_triton_fused.sparse_attention import _dkdv_items_on, _query_order_on
+
+    for pattern, lpt in ((ACSR.global_local(150, 7, 3), True), (ACSR.sliding_window(150, 7), False)):
+        assert _query_order_on(pattern, 0, 16, 16, "cpu")[1] is lpt
+        assert _dkdv_items_on(pattern, 0, 16, 16, "cpu")[2][1] is lpt
+
+
 GRAD_PATTERNS = [
     ("strided", lambda: ACSR.strided(29, 4, 5), 29),
     ("longformer", lambda: ACSR.global_local(31, 6, 2), 31),
+    ("longformer-long-tiles-first", lambda: ACSR.global_local(150, 7, 3), 150),
     ("dilated-causal", lambda: ACSR.dilated_window(30, 4, 3, causal=True), 30),
     ("empty-rows", lambda: ACSR.from_mask(_empty_rows_mask(30, 44)), 44),
 ]

@@ -11,6 +11,7 @@ of a pattern over dense attention is L² / nnz.
 """
 from __future__ import annotations
 
+import datetime
 import math
 
 from tiers.bench.common import anchor_call, environment, measure, measure_ceilings, write_rows
@@ -105,6 +106,8 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
         q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
         call = _call(prov, p, masks.get((name, L)))
         row.update(measure(call, [q, k, v], mode))
+        # rows of several device calls may share a file (--append): each says when it was measured
+        row["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         row["useful_tflops"] = 4 * B * H * D * st["nnz"] * (3.5 if mode == "fwd_bwd" else 1.0) / row["ms"] / 1e9
         if mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
             if (name, L) not in masks:

@@ -67,16 +67,16 @@ def _class_tile(pid, Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA: tl.constexpr, LOG_G
 
 
 @triton.jit
-def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, qk_scale, H, Lq, Lk, G, A_MOD, B_MOD,
+def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, ORDER, qk_scale, H, Lq, Lk, G, A_MOD, B_MOD,
                 s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                 s_ob, s_oh, s_om, s_od,
-                SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr,
+                SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr, LPT: tl.constexpr,
                 HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    bh = tl.program_id(1)
+    bh = tl.program_id(0) if LPT else tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
-    rows, row_ok, grp, kappa, Uk = _class_tile(tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
+    rows, row_ok, grp, kappa, Uk = _class_tile(tl.load(ORDER + tl.program_id(1)) if LPT else tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
                                                BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
@@ -132,17 +132,17 @@ def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, qk_scale, H, Lq, Lk, G, A_MOD, B
 
 
 @triton.jit
-def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
+def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
                    s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                    s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
-                   SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr,
+                   SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr, LPT: tl.constexpr,
                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dQ of one class's query tiles, the forward's walk; later classes add to what the first wrote."""
-    bh = tl.program_id(1)
+    bh = tl.program_id(0) if LPT else tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
-    rows, row_ok, grp, kappa, Uk = _class_tile(tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
+    rows, row_ok, grp, kappa, Uk = _class_tile(tl.load(ORDER + tl.program_id(1)) if LPT else tl.program_id(0), Lq, Lk, BOUNDS, G, A_MOD, B_MOD, SIGMA, LOG_G,
                                                BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
@@ -178,10 +178,10 @@ def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, qk_scale, scale, 
 
 
 @triton.jit
-def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, qk_scale, scale, H, Lq, Lk,
+def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk,
                      s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                      s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gn, s_gd,
-                     SIGMA: tl.constexpr, FIRST: tl.constexpr,
+                     SIGMA: tl.constexpr, FIRST: tl.constexpr, LPT: tl.constexpr,
                      HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dK, dV of one key tile of one class; later classes add to what the first wrote (every
@@ -192,10 +192,10 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, qk
     of t per (ρ, group, slot); the host lists the non-empty ones per key tile (`_dkdv_items`),
     so a program walks only rows that meet its tile and never loops over every group. The
     per-row mask below is exact; the intervals may be a superset."""
-    bh = tl.program_id(1)
+    bh = tl.program_id(0) if LPT else tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
-    tile = tl.program_id(0)
+    tile = tl.load(ORDER + tl.program_id(1)) if LPT else tl.program_id(0)
     per_class = tl.cdiv(tl.cdiv(Lk, SIGMA), BLOCK_N)
     kappa = tile // per_class
     u0 = (tile % per_class) * BLOCK_N
@@ -327,10 +327,55 @@ def dkdv_items(pattern, class_index, block_n):
     return ptr, items
 
 
-@functools.lru_cache(maxsize=64)
-def _dkdv_items_on(pattern, class_index, block_n, device):
-    return tuple(torch.tensor(x, device=device) for x in dkdv_items(pattern, class_index, block_n))
+def query_tile_steps(pattern, class_index, block_m, block_n):
+    """Key-tile steps each query tile of one class takes in the forward (and dQ) kernel, by tile
+    number as the kernels number them (tile = ρ·per_class + t0/BLOCK_M): the host mirror of the
+    kernel's walk over the union of its rows' ranges, used to start the longest tiles first."""
+    _, _, _, classes = _plan(pattern, torch.device("cpu"))
+    c = classes[class_index]
+    sigma, Lq, Lk = c.sigma, pattern.Lq, pattern.Lk
+    bounds = pattern.kernel_arrays(np.int64).row_bounds
+    per_class = -(-(-(-Lq // sigma)) // block_m)
+    rho = np.arange(sigma)[:, None, None]
+    rows = rho + sigma * (np.arange(per_class)[None, :, None] * block_m + np.arange(block_m)[None, None, :])
+    ok = rows < Lq
+    grp = np.searchsorted(bounds, np.minimum(rows, Lq - 1), side="right") - 1
+    kappa = (c.a_mod * rho + c.b_mod) % sigma
+    Uk = np.maximum(-(-(Lk - kappa) // sigma), 0)
+    steps = np.zeros((sigma, per_class), dtype=np.int64)
+    for slot in range(c.host_table.shape[1]):
+        a, b, ac, bc = (c.host_table[grp, slot, f].astype(np.int64) for f in range(4))
+        start, count = a * rows + b, ac * rows + bc
+        lo = np.maximum((start - kappa) // sigma, 0)
+        hi = np.maximum(np.minimum((start - kappa) // sigma + np.maximum(count, 0), Uk), lo)
+        has = ok & (count > 0) & (hi > lo)
+        first = np.where(has, lo, Uk).min(-1)
+        last = np.where(has, hi, 0).max(-1)
+        steps += -(-np.maximum(last - first, 0) // block_n)
+    return steps.reshape(-1)
 
+
+def _longest_first(steps):
+    """(tile order, whether to use it): longest first, used when the longest tile takes over
+    three times the median one."""
+    steps = np.asarray(steps)
+    lpt = bool(steps.size and steps.max() > 3 * max(np.median(steps), 1))
+    return np.argsort(-steps, kind="stable").astype(np.int32), lpt
+
+
+@functools.lru_cache(maxsize=64)
+def _query_order_on(pattern, class_index, block_m, block_n, device):
+    order, lpt = _longest_first(query_tile_steps(pattern, class_index, block_m, block_n))
+    return torch.tensor(order, device=device), lpt
+
+
+@functools.lru_cache(maxsize=64)
+def _dkdv_items_on(pattern, class_index, block_n, block_m, device):
+    ptr, items = dkdv_items(pattern, class_index, block_n)
+    rows = -(-(items[:, 3].astype(np.int64) - items[:, 2]) // block_m)
+    steps = np.add.reduceat(np.append(rows, 0), ptr[:-1]) * (np.diff(ptr) > 0)
+    order, lpt = _longest_first(steps)
+    return torch.tensor(ptr, device=device), torch.tensor(items, device=device), (torch.tensor(order, device=device), lpt)
 
 # (BLOCK_M, BLOCK_N, warps, stages) by head-dim block; measured on an H100 with
 # python -m tiers.bench.tune_sparse_attention (64×64 tiles won on every pattern at L = 8192)
@@ -349,8 +394,13 @@ def _tiles(block_d, dtype, backward):
     return _TILES[block_d]
 
 
-def _grid(Lq, sigma, block_m, BH):
-    return (sigma * triton.cdiv(triton.cdiv(Lq, sigma), block_m), BH)
+def _grid(order, lpt, BH):
+    """Launch grid and LPT flag for one class. When a few tiles take far longer than the rest
+    (Longformer's global rows see every key), heads vary fastest and tiles go longest first, so
+    every head's long tile starts early instead of trailing at the end. Otherwise tiles vary
+    fastest in their natural order, which keeps neighbouring tiles of one head (sharing keys)
+    close in time; measured faster on the H100 for uniform patterns (dilated window: 15 %)."""
+    return (BH, len(order)) if lpt else (len(order), BH)
 
 
 def _forward(q, k, v, shape, pattern):
@@ -363,10 +413,11 @@ def _forward(q, k, v, shape, pattern):
         o.zero_()
         lse.fill_(float("-inf"))
     for n, c in enumerate(classes):
-        _sparse_fwd[_grid(shape.Lq, c.sigma, BM, shape.B * shape.H)](
-            q, k, v, o, lse, bounds, c.table, shape.scale * LOG2E, shape.H, shape.Lq, shape.Lk, G, c.a_mod, c.b_mod,
+        order, lpt = _query_order_on(pattern, n, BM, BN, q.device)
+        _sparse_fwd[_grid(order, lpt, shape.B * shape.H)](
+            q, k, v, o, lse, bounds, c.table, order, shape.scale * LOG2E, shape.H, shape.Lq, shape.Lk, G, c.a_mod, c.b_mod,
             *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-            SIGMA=c.sigma, MAXSEG=c.table.shape[1], LOG_G=log_g, FIRST=n == 0,
+            SIGMA=c.sigma, MAXSEG=c.table.shape[1], LOG_G=log_g, FIRST=n == 0, LPT=lpt,
             HEAD_DIM=shape.D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32, BLOCK_M=BM, BLOCK_N=BN,
             num_warps=warps, num_stages=stages)
     return o, lse
@@ -389,13 +440,14 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
         strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
         meta = dict(SIGMA=c.sigma, FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32,
                     BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
-        _sparse_bwd_dq[_grid(Lq, c.sigma, BM, B * H)](
-            q, k, v, do, lse, delta, dq, bounds, c.table, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
-            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, **meta)
-        item_ptr, items = _dkdv_items_on(pattern, n, BN, q.device)
-        _sparse_bwd_dkdv[_grid(shape.Lk, c.sigma, BN, B * H)](
-            q, k, v, do, lse, delta, dk, dv, item_ptr, items, c.table, shape.scale * LOG2E, shape.scale, H, Lq,
-            shape.Lk, *strides, *dk.stride(), **meta)
+        order, lpt = _query_order_on(pattern, n, BM, BN, q.device)
+        _sparse_bwd_dq[_grid(order, lpt, B * H)](
+            q, k, v, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
+            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt, **meta)
+        item_ptr, items, (order, lpt) = _dkdv_items_on(pattern, n, BN, BM, q.device)
+        _sparse_bwd_dkdv[_grid(order, lpt, B * H)](
+            q, k, v, do, lse, delta, dk, dv, item_ptr, items, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq,
+            shape.Lk, *strides, *dk.stride(), LPT=lpt, **meta)
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
