@@ -11,10 +11,12 @@ from tiers.bench.common import environment, measure, write_rows
 from tiers.bench.sparse_attention import B, H, PATTERNS, pattern
 
 FWD = [(128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 128, 4, 3)]
-BWD = [(64, 64, 4, 2), (64, 64, 8, 2), (128, 64, 8, 2), (64, 128, 8, 2), (32, 64, 4, 2)]
+# backward: the dQ and dK/dV kernels are swept one at a time, the other held at the table's entry
+BWD_DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (128, 32, 4, 2), (64, 32, 4, 2), (128, 64, 4, 2)]
+BWD_KV = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 4, 2), (64, 128, 4, 2)]
 
 
-def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128)):
+def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None):
     import torch
 
     from tiers.t3_triton_fused import sparse_attention as t3
@@ -24,14 +26,20 @@ def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128)):
     for D in head_dims:
         block_d = max(16, D)
         saved = table.get(block_d)
-        for name in PATTERNS:
+        for name in patterns or PATTERNS:
             p = pattern(name, L)
             q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            for cfg in (BWD if backward else FWD):
-                table[block_d] = cfg
+            if backward:
+                dq0, kv0 = saved
+                cases = [("dq", (cfg, kv0), cfg) for cfg in BWD_DQ] + [("dkdv", (dq0, cfg), cfg) for cfg in BWD_KV]
+            else:
+                cases = [("fwd", cfg, cfg) for cfg in FWD]
+            for kernel, entry, cfg in cases:
+                table[block_d] = entry
                 res = measure(lambda a, b, c: t3.sparse_attention(a, b, c, p), [q, k, v],
                               "fwd_bwd" if backward else "fwd")
-                rows.append(dict(pattern=name, L=L, D=D, BM=cfg[0], BN=cfg[1], warps=cfg[2], stages=cfg[3], **res))
+                rows.append(dict(pattern=name, L=L, D=D, kernel=kernel, BM=cfg[0], BN=cfg[1], warps=cfg[2],
+                                 stages=cfg[3], **res))
                 print(rows[-1], flush=True)
         table[block_d] = saved
     return write_rows(rows, "sparse_tune_bwd" if backward else "sparse_tune", env, out_dir)
@@ -41,8 +49,11 @@ def main(argv=None):
     a = argparse.ArgumentParser(prog="python -m tiers.bench.tune_sparse_attention")
     a.add_argument("--out", default=None)
     a.add_argument("--bwd", action="store_true")
+    a.add_argument("--patterns", default=None, help="comma list (default: every benchmark pattern)")
+    a.add_argument("--head-dims", default="64,128")
     args = a.parse_args(argv)
-    print(*run(args.out, args.bwd))
+    print(*run(args.out, args.bwd, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
+               patterns=args.patterns.split(",") if args.patterns else None))
 
 
 if __name__ == "__main__":

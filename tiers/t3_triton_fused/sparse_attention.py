@@ -159,6 +159,8 @@ def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, 
     for slot in tl.static_range(MAXSEG):
         lo, hi = _slot_range(TABLE, grp, rows, row_ok, slot, MAXSEG, SIGMA, kappa, Uk)
         has = hi > lo
+        in_lo = tl.max(tl.where(row_ok, lo, 0))
+        in_hi = tl.min(tl.where(row_ok, hi, Uk))
         for u_start in range(tl.min(tl.where(has, lo, Uk)), tl.max(hi), BLOCK_N):
             us = u_start + tl.arange(0, BLOCK_N)
             keys = (kappa + SIGMA * us).to(tl.int64)
@@ -166,8 +168,9 @@ def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, 
             k = tl.load(k_base + keys[:, None] * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
             v = tl.load(v_base + keys[:, None] * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
             s = _dot(q, tl.trans(k), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
-            keep = (us[None, :] >= lo[:, None]) & (us[None, :] < hi[:, None])
-            p = tl.where(keep, tl.math.exp2(s * qk_scale - lse[:, None]), 0.0)
+            p = tl.math.exp2(s * qk_scale - lse[:, None])
+            if (u_start < in_lo) | (u_start + BLOCK_N > in_hi):
+                p = tl.where((us[None, :] >= lo[:, None]) & (us[None, :] < hi[:, None]), p, 0.0)
             dp = _dot(do, tl.trans(v), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
             dq = _dot((p * (dp - delta[:, None])).to(k.dtype), k, dq, IEEE)
     dq_ptrs = DQ + b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd
@@ -381,16 +384,20 @@ def _dkdv_items_on(pattern, class_index, block_n, block_m, device):
 # python -m tiers.bench.tune_sparse_attention (64×64 tiles won on every pattern at L = 8192)
 _TILES = {16: (64, 64, 4, 3), 32: (64, 64, 4, 3), 64: (64, 64, 4, 3), 128: (64, 64, 4, 3), 256: (64, 32, 8, 2)}
 _TILES_FP32 = (64, 32, 4, 2)
-_TILES_BWD = {64: (64, 64, 4, 2), 128: (64, 64, 4, 2), 256: (32, 32, 8, 1)}
+# backward: (dQ kernel, dK/dV kernel), each (BLOCK_M, BLOCK_N, warps, stages); swept one kernel at a
+# time with python -m tiers.bench.tune_sparse_attention --bwd: 32-row steps under a 64-key tile
+# won for dK/dV on 7 of the 8 pattern × head-dim cases (4–10 % at D = 64), 64×64 for dQ
+_TILES_BWD = {64: ((64, 64, 4, 2), (32, 64, 4, 2)), 128: ((64, 64, 4, 2), (32, 64, 4, 2)),
+              256: ((32, 32, 8, 1), (32, 32, 8, 1))}
 
 
 def _tiles(block_d, dtype, backward):
     if interpreting():
-        return 16, 16, 4, 1
+        return ((16, 16, 4, 1),) * 2 if backward else (16, 16, 4, 1)
     if dtype == torch.float32:
-        return (32, 32, 4, 1) if backward else _TILES_FP32
+        return ((32, 32, 4, 1),) * 2 if backward else _TILES_FP32
     if backward:
-        return _TILES_BWD.get(block_d, (64, 64, 4, 2))
+        return _TILES_BWD.get(block_d, ((64, 64, 4, 2),) * 2)
     return _TILES[block_d]
 
 
@@ -435,19 +442,22 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
     dq, dk, dv = (empty(x.shape, dtype=acc, device=q.device) for x in (q, k, v))
     if not classes:  # no row has a key: every gradient is zero
         return dq.zero_(), dk.zero_(), dv.zero_()
-    BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=True)
+    tiles_dq, tiles_kv = _tiles(BLOCK_D, q.dtype, backward=True)
     for n, c in enumerate(classes):
         strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
-        meta = dict(SIGMA=c.sigma, FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32,
-                    BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
+        meta = dict(SIGMA=c.sigma, FIRST=n == 0, HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32)
+        BM, BN, warps, stages = tiles_dq
         order, lpt = _query_order_on(pattern, n, BM, BN, q.device)
         _sparse_bwd_dq[_grid(order, lpt, B * H)](
             q, k, v, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
-            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt, **meta)
+            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt,
+            BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
+        BM, BN, warps, stages = tiles_kv
         item_ptr, items, (order, lpt) = _dkdv_items_on(pattern, n, BN, BM, q.device)
         _sparse_bwd_dkdv[_grid(order, lpt, B * H)](
             q, k, v, do, lse, delta, dk, dv, item_ptr, items, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq,
-            shape.Lk, *strides, *dk.stride(), LPT=lpt, **meta)
+            shape.Lk, *strides, *dk.stride(), LPT=lpt, BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages,
+            **meta)
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
 
 
