@@ -9,6 +9,21 @@ def _ints(text):
     return tuple(int(x) for x in text.split(","))
 
 
+def _options(text):
+    """'slack=0.2,packing=separated' -> {'slack': 0.2, 'packing': 'separated'} (numbers parsed)."""
+    out = {}
+    for item in filter(None, (text or "").split(",")):
+        key, _, value = item.partition("=")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
 def _strided_pattern():
     from tiers.acsr import ACSR
     return dict(pattern=ACSR.strided(45, 6, 8))
@@ -20,6 +35,40 @@ _CHECKS = {
     "neighborhood": ("na2d", (1, 9, 11, 2, 16), dict(kernel_size=(3, 4), dilation=(2, 1), is_causal=(False, True))),
     "sparse_attention": ("sparse_attention", (1, 2, 45, 16), _strided_pattern),
 }
+
+
+def _check_sparse_fusion(device, seed) -> list[str]:
+    """Every tier of sparse_fusion on one small SPD matrix (a 5×5 Poisson grid), every pair with
+    the sparse-fusion schedule, float32 vectors, against t0 in float64; one line per tier with
+    its worst error over the pairs and their outputs."""
+    import numpy as np
+    import torch
+
+    from tiers import registry
+    from tiers.bench.sparse_fusion import PAIRS, as_values, operands
+    from tiers.fusion_schedules import inspect
+    from tiers.sparse_matrices import poisson2d
+    from tiers.tolerances import compare
+
+    A = poisson2d(5)
+    b = np.random.default_rng(seed).standard_normal(A.shape[0]).astype(np.float32).astype(np.float64)
+    cases = []
+    for pair in PAIRS:
+        mats = operands(pair, A)
+        ref = registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b)
+        cases.append((pair, mats, inspect(pair, *mats, kind="sparse_fusion"), ref))
+    lines = []
+    for tier in registry.ALGORITHMS["sparse_fusion"].tiers[1:]:
+        worst, ok = 0.0, True
+        for pair, mats, schedule, ref in cases:
+            outs = registry.get("sparse_fusion", tier, pair)(*mats, torch.tensor(b, dtype=torch.float32, device=device),
+                                                              schedule=schedule)
+            for o, r in zip(outs, ref):
+                res = compare(as_values(o), as_values(r), "float32")
+                worst, ok = max(worst, res["rel"]), ok and res["ok"]
+        lines.append(f"  {'sparse_fusion':<16} {f'{len(cases)} pairs':<16} {tier:<18} rel err {worst:.1e}  "
+                     f"{'ok' if ok else 'FAILED'}")
+    return lines
 
 
 def self_check(seed=0) -> str:
@@ -39,6 +88,9 @@ def self_check(seed=0) -> str:
     rng = np.random.default_rng(seed)
     lines = [f"self-check on {device}: every tier against t0 (float64), float32 inputs"]
     for name, alg in registry.ALGORITHMS.items():
+        if name == "sparse_fusion":   # matrices and a vector, not q, k, v
+            lines += _check_sparse_fusion(device, seed)
+            continue
         entry, shape, kwargs = _CHECKS[name]
         kwargs = kwargs() if callable(kwargs) else kwargs
         q, k, v = (rng.standard_normal(shape).astype(np.float32).astype(np.float64) for _ in range(3))
@@ -54,7 +106,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="tiers")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("bench", help="time every tier and the anchors on the GPU, write figures/data/")
-    b.add_argument("algorithm", choices=["attention", "neighborhood", "sparse_attention"])
+    b.add_argument("algorithm", choices=["attention", "neighborhood", "sparse_attention", "sparse_fusion"])
     b.add_argument("--lengths", type=_ints, default=(1024, 2048, 4096, 8192, 16384))
     b.add_argument("--head-dims", type=_ints, default=(64, 128))
     b.add_argument("--modes", default="fwd,fwd_bwd")
@@ -63,6 +115,20 @@ def main(argv=None):
                    help="neighborhood: paper,field (default both); sparse_attention: main,sweep (default main)")
     b.add_argument("--patterns", default=None, help="sparse_attention: comma list of pattern names")
     b.add_argument("--cases", default=None, help="neighborhood: comma list of field case names")
+    b.add_argument("--matrices", default=None,
+                   help="sparse_fusion: comma list of poisson2d,poisson3d,poisson3d27,powerlaw (default all)")
+    b.add_argument("--sizes", default=None,
+                   help="sparse_fusion: size overrides, e.g. poisson2d=500,powerlaw=200000 (grid side or nodes)")
+    b.add_argument("--pairs", default=None, help="sparse_fusion: comma list of kernel pairs (default all five)")
+    b.add_argument("--ordering", default="natural", help="sparse_fusion: natural,rcm (default natural)")
+    b.add_argument("--schedules", default=None, help="sparse_fusion: wavefront,lbc,sparse_fusion (default all)")
+    b.add_argument("--dtype", default="float64", help="sparse_fusion: float64, float32 or both (comma list)")
+    b.add_argument("--workers", default=None, help="sparse_fusion: comma list passed to the inspector (a sweep)")
+    b.add_argument("--depth", type=int, default=None, help="sparse_fusion: passed to the inspectors that take it")
+    b.add_argument("--inspector-options", default=None,
+                   help="sparse_fusion: more inspector options, e.g. slack=0.2,packing=separated")
+    b.add_argument("--executors", default=None, help="sparse_fusion: t3 executors to time (default levels,syncfree)")
+    b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
@@ -97,6 +163,31 @@ def main(argv=None):
                                                patterns=args.patterns.split(",") if args.patterns else None,
                                                providers=args.providers.split(",") if args.providers else None,
                                                modes=tuple(args.modes.split(",")))
+        print(env, ceilings)
+        print(bench.summary(rows))
+        print("wrote", *paths)
+    elif args.cmd == "bench" and args.algorithm == "sparse_fusion":
+        import os
+
+        if args.quick:
+            try:
+                import torch
+                if not torch.cuda.is_available():
+                    os.environ.setdefault("TRITON_INTERPRET", "1")   # before any tier imports triton
+            except ImportError:
+                pass
+        from tiers.bench import sparse_fusion as bench
+
+        sizes = dict((k, int(v)) for k, v in (x.split("=") for x in args.sizes.split(","))) if args.sizes else None
+        env, ceilings, rows, paths = bench.run(
+            matrices=tuple(args.matrices.split(",")) if args.matrices else tuple(bench.MATRICES),
+            pairs=tuple(args.pairs.split(",")) if args.pairs else bench.PAIRS,
+            providers=tuple(args.providers.split(",")) if args.providers else bench.PROVIDERS,
+            orderings=tuple(args.ordering.split(",")), dtypes=tuple(args.dtype.split(",")), sizes=sizes, quick=args.quick,
+            workers=_ints(args.workers) if args.workers else (None,), depth=args.depth,
+            options=_options(args.inspector_options), out_dir=args.out,
+            append=args.append, kinds=tuple(args.schedules.split(",")) if args.schedules else bench.KINDS,
+            executors=tuple(args.executors.split(",")) if args.executors else None)
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

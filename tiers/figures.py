@@ -312,14 +312,158 @@ def sparse_attention_metadata(data_dir=None):
     return fig
 
 
+# Sparse fusion: the measured speedups, and pictures of DAGs and schedules (no data; the
+# notebook draws them for a small matrix).
+
+KERNEL_COLORS = ("#1f77b4", "#ff7f0e")   # kernel 1, kernel 2 of a pair
+
+
+def sparse_fusion_speedup(data_dir=None):
+    """The sparse-fusion paper's plot: per matrix, for each kernel pair, the speedup of t3 under
+    the sparse-fusion schedule (its best executor) over the best unfused code (the faster of t2
+    and cuSPARSE) and over the same fused code under the wavefront and LBC schedules."""
+    import matplotlib.pyplot as plt
+
+    from tiers.bench.sparse_fusion import PAIRS, speedups
+
+    header, rows = load_rows("sparse_fusion", data_dir)
+    table = speedups(rows)
+    dtype = "float64" if any(k[2] == "float64" for k in table) else "float32"
+    panels = list(dict.fromkeys((k[0], k[1]) for k in table if k[2] == dtype))
+    from tiers.bench.sparse_fusion import UNFUSED
+
+    # name in the legend only the unfused providers that have a measured (ok) row
+    measured = [p for p in UNFUSED if any(r["provider"] == p and r.get("status") == "ok" for r in rows)]
+    names = {"t2_triton_unfused": "t2", "cusparse": "cuSPARSE", "cupyx": "CuPy"}
+    series = [("over_unfused", f"over best unfused ({', '.join(names[p] for p in measured) or 'none measured'})",
+               STYLE["sdpa_cudnn"][1]),
+              ("over_wavefront", "over t3 + wavefront schedule", STYLE["t2_triton_unfused"][1]),
+              ("over_lbc", "over t3 + LBC schedule", STYLE["flex"][1])]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.4 * max(1, len(panels)), 3.8), squeeze=False)
+    for ax, (matrix, ordering) in zip(axes[0], panels):
+        pairs = [p for p in PAIRS if (matrix, ordering, dtype, p) in table]
+        vals = {(p, label): table[(matrix, ordering, dtype, p)][key] for p in pairs for key, label, _ in series}
+        _bars(ax, pairs, [label for _, label, _ in series], vals, [c for _, _, c in series],
+              "speedup of t3 + sparse fusion", log=True)
+        ax.axhline(1, color="k", lw=0.8)
+        first = next(r for r in rows if r["matrix"] == matrix and r["ordering"] == ordering)
+        ax.set_title(f"{matrix} ({ordering}), n={first['n']:,}, nnz={first['nnz']:,}", fontsize=8)
+        ax.legend(fontsize=6)
+    fig.suptitle(f"Sparse fusion, {dtype} — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def draw_dag(dag, ax=None, labels=None, title=None):
+    """A dependence DAG (`tiers.sparse_dags.DAG`: iteration v depends on idx[ptr[v]:ptr[v+1]])
+    laid out by wavefront level, left to right: every vertex of a column can run at once. A
+    pair's joint DAG (n2 > 0) colours kernel 2's iterations apart and numbers each kernel's rows
+    from 0. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.collections import LineCollection
+
+    from tiers.sparse_dags import wavefront_levels
+
+    ptr, idx = np.asarray(dag.ptr, dtype=np.int64), np.asarray(dag.idx, dtype=np.int64)
+    n = len(ptr) - 1
+    n1 = dag.n1 if dag.n2 else None
+    level = wavefront_levels(dag)
+    row = np.zeros(n, dtype=np.int64)
+    for lv in np.unique(level):
+        members = np.flatnonzero(level == lv)
+        row[members] = np.arange(len(members))
+    height = np.bincount(level).max() if n else 1
+    y = -(row - (np.bincount(level)[level] - 1) / 2)   # each column centred
+    if ax is None:
+        ax = plt.subplots(figsize=(min(14, 1.5 + 0.45 * (level.max() + 1 if n else 1)), min(8, 1 + 0.3 * height)))[1]
+    src = np.repeat(np.arange(n), np.diff(ptr))
+    keep = idx != src
+    segs = np.stack([np.stack([level[idx[keep]], y[idx[keep]]], 1), np.stack([level[src[keep]], y[src[keep]]], 1)], 1)
+    ax.add_collection(LineCollection(segs, colors="#b0b0b0", lw=0.6, zorder=1))
+    kernel = (np.arange(n) >= n1).astype(int) if n1 is not None else np.zeros(n, dtype=int)
+    colors = np.array(KERNEL_COLORS)[kernel]
+    ax.scatter(level, y, s=90 if n <= 120 else 20, c=colors, edgecolors="k", linewidths=0.4, zorder=2)
+    if labels if labels is not None else n <= 120:
+        for v in range(n):
+            ax.annotate(str(v if n1 is None or v < n1 else v - n1), (level[v], y[v]), ha="center", va="center",
+                        fontsize=5, color="white", zorder=3)
+    if n1 is not None:
+        for k, name in enumerate(("kernel 1", "kernel 2")):
+            ax.scatter([], [], s=40, c=KERNEL_COLORS[k], edgecolors="k", linewidths=0.4, label=name)
+        ax.legend(fontsize=7, loc="upper right")
+    ax.set_xlabel("wavefront level")
+    ax.set_yticks([])
+    ax.set_xlim(-0.7, (level.max() if n else 0) + 0.7)
+    ax.set_ylim(y.min() - 0.7 if n else -1, y.max() + 0.7 if n else 1)
+    ax.set_title(title or f"{n} iterations, {int(keep.sum())} dependences, {(level.max() + 1) if n else 0} levels",
+                 fontsize=8)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+def draw_schedule(schedule, ax=None, labels=None, title=None):
+    """A schedule as levels (top to bottom, a synchronisation between consecutive ones) of
+    partitions (boxes side by side, independent of each other), each partition's iterations in
+    their order left to right, coloured by kernel; numbers are iteration ids within their kernel.
+    Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    lp, pp, order = (np.asarray(a, dtype=np.int64) for a in (schedule.level_ptr, schedule.part_ptr, schedule.order))
+    n1 = schedule.n1
+    levels = len(lp) - 1
+    widths = [sum(pp[p + 1] - pp[p] for p in range(lp[s], lp[s + 1])) + 0.6 * (lp[s + 1] - lp[s] - 1)
+              for s in range(levels)]
+    width = max(widths, default=1)
+    if ax is None:
+        ax = plt.subplots(figsize=(min(14, 1.5 + 0.22 * width), min(9, 1 + 0.45 * levels)))[1]
+    show_ids = labels if labels is not None else len(order) <= 200
+    for s in range(levels):
+        x = 0.0
+        for p in range(lp[s], lp[s + 1]):
+            its = order[pp[p]:pp[p + 1]]
+            for k, v in enumerate(its):
+                ax.add_patch(Rectangle((x + k, -s - 0.4), 1, 0.8, facecolor=KERNEL_COLORS[int(v >= n1)],
+                                       edgecolor="white", lw=0.3))
+                if show_ids:
+                    ax.annotate(str(v if v < n1 else v - n1), (x + k + 0.5, -s), ha="center", va="center",
+                                fontsize=4.5, color="white")
+            ax.add_patch(Rectangle((x, -s - 0.4), len(its), 0.8, fill=False, edgecolor="k", lw=0.8))
+            x += len(its) + 0.6
+    for k, name in enumerate(("kernel 1", "kernel 2")):
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor=KERNEL_COLORS[k], label=name))
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_xlim(-0.5, width + 0.5)
+    ax.set_ylim(-levels + 0.4, 0.6)
+    ax.set_yticks(range(0, -levels, -1) if levels <= 40 else [])
+    ax.set_yticklabels([f"level {s}" for s in range(levels)] if levels <= 40 else [], fontsize=6)
+    ax.set_xticks([])
+    packing = f", {schedule.packing}" if schedule.packing else ""
+    ax.set_title(title or f"{schedule.kind}{packing}: {levels} levels, {len(pp) - 1} partitions, "
+                 f"{len(order)} iterations", fontsize=8)
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
            "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,
-           "sparse_attention_metadata": sparse_attention_metadata}
+           "sparse_attention_metadata": sparse_attention_metadata, "sparse_fusion_speedup": sparse_fusion_speedup}
+
+
+def recorded(data_dir=None) -> list[str]:
+    """The names in FIGURES whose benchmark (the name up to its last '_') has recorded data."""
+    data_dir = Path(data_dir or DATA_DIR)
+    return [name for name in FIGURES if any(data_dir.glob(f"{name.rsplit('_', 1)[0]}_*.json"))]
 
 
 def draw_all(out_dir=None, data_dir=None):
-    """Write every figure as PNG under figures/ (or out_dir); returns the paths."""
+    """Write every figure as PNG under figures/ (or out_dir); returns the paths. A figure whose
+    benchmark has no recorded data is skipped with a message, never drawn from other numbers."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -329,7 +473,11 @@ def draw_all(out_dir=None, data_dir=None):
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, draw in FIGURES.items():
-        fig = draw(data_dir)
+        try:
+            fig = draw(data_dir)
+        except FileNotFoundError as e:
+            print(f"skipped {name}: {e} (not measured yet)")
+            continue
         path = out / f"{name}.png"
         fig.savefig(path, dpi=130)
         plt.close(fig)

@@ -41,6 +41,14 @@ ALGORITHMS = {
         paper="Gupta et al., SPLAT: A Framework for Optimised GPU Code-Generation for SParse reguLar "
               "ATtention (2024)",
     ),
+    "sparse_fusion": Algorithm(
+        name="sparse_fusion",
+        entries=("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv", "spilu0_sptrsv", "spic0_sptrsv"),
+        tiers=TIERS,
+        backward=(),
+        paper="Cheshmi, Strout, Mehri Dehnavi, Runtime Composition of Iterations for Fusing Loop-Carried "
+              "Sparse Dependence (SC'23)",
+    ),
 }
 
 

@@ -218,3 +218,137 @@ def validate_sparse_attention(q, k, v, pattern, scale, *, tier: str) -> SparseAt
     if pattern.Lk != s.Lk:
         raise ValueError(f"pattern has Lk = {pattern.Lk} key columns but k has length {s.Lk}")
     return SparseAttentionShape(s.B, s.H, s.Lq, s.Lk, s.D, s.scale)
+
+
+# ---------------------------------------------------------------- sparse fusion
+
+@dataclass(frozen=True)
+class FusionProblem:
+    pair: str
+    matrices: tuple       # canonical CSR copies, float64 (tiers.sparse_dags.csr), in call order
+    n: int                # rows of every matrix and length of the vector
+    dtype: str            # "float64" or "float32": what the tier computes in (the vector's dtype)
+    fingerprint: str      # tiers.fusion_schedules.fingerprint of the pair and patterns
+
+
+def check_sparse_matrix(name, M):
+    """A SciPy sparse matrix of real finite values, as a canonical float64 CSR copy (any SciPy
+    format is accepted and converted once; the caller's matrix is never modified)."""
+    import scipy.sparse as sp
+
+    from tiers.sparse_dags import csr
+
+    if not sp.issparse(M):
+        raise ValueError(f"{name} must be a SciPy sparse matrix (e.g. scipy.sparse.csr_matrix), "
+                         f"got {type(M).__name__}; convert a dense array with scipy.sparse.csr_matrix")
+    if M.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
+    if np.issubdtype(M.dtype, np.complexfloating):
+        raise ValueError(f"{name} has complex values ({M.dtype}); only real matrices are supported")
+    C = csr(M)
+    if C.dtype != np.float64:
+        C = C.astype(np.float64)
+    bad = ~np.isfinite(C.data)
+    if bad.any():
+        p = int(np.flatnonzero(bad)[0])
+        i = int(np.searchsorted(C.indptr, p, side="right") - 1)
+        raise ValueError(f"{name} has a non-finite value {C.data[p]} at ({i}, {int(C.indices[p])})")
+    return C
+
+
+def check_square(name, C):
+    if C.shape[0] != C.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {C.shape}")
+
+
+def check_triangle(name, C, lower: bool):
+    """No stored entry on the wrong side of the diagonal (stored zeros count: they are pattern)."""
+    from tiers.sparse_dags import row_ids
+
+    rows = row_ids(C.indptr)
+    wrong = C.indices > rows if lower else C.indices < rows
+    if wrong.any():
+        p = int(np.flatnonzero(wrong)[0])
+        side, shape = ("above", "lower") if lower else ("below", "upper")
+        raise ValueError(f"{name} must be {shape} triangular: it stores entry ({int(rows[p])}, {int(C.indices[p])}) "
+                         f"{side} the diagonal")
+
+
+def check_diagonal(name, C, nonzero: bool):
+    """Every diagonal entry stored, and non-zero when `nonzero` (a triangular solve divides by it)."""
+    from tiers.sparse_dags import diag_positions
+
+    d = diag_positions(C.indptr, C.indices)
+    if (d < 0).any():
+        raise ValueError(f"{name} has no diagonal entry in row {int(np.flatnonzero(d < 0)[0])}: "
+                         "the pattern must contain the whole diagonal")
+    if nonzero and (C.data[d] == 0).any():
+        raise ValueError(f"{name} has a zero diagonal entry in row {int(np.flatnonzero(C.data[d] == 0)[0])}: "
+                         "the triangular solve would divide by zero")
+
+
+def validate_fusion_matrices(pair, matrices) -> tuple:
+    """The matrix checks of a sparse-fusion pair: SciPy sparse, real, finite, square, one size;
+    triangular factors on the right side with a non-zero diagonal; ILU(0)/IC(0) input with its
+    diagonal stored. Returns canonical float64 CSR copies."""
+    from tiers.sparse_dags import check_pair
+
+    spec = check_pair(pair)
+    if len(matrices) != len(spec.matrices):
+        raise ValueError(f"{pair} takes {len(spec.matrices)} matrices ({', '.join(spec.matrices)}), "
+                         f"got {len(matrices)}")
+    mats = tuple(check_sparse_matrix(name, M) for name, M in zip(spec.matrices, matrices))
+    for name, C in zip(spec.matrices, mats):
+        check_square(name, C)
+        if C.shape[0] == 0:
+            raise ValueError(f"{name} is empty (0×0): the kernels need at least one row")
+    first = spec.matrices[0]
+    for name, C in zip(spec.matrices[1:], mats[1:]):
+        if C.shape != mats[0].shape:
+            raise ValueError(f"{name} is {C.shape[0]}×{C.shape[1]} but {first} is "
+                             f"{mats[0].shape[0]}×{mats[0].shape[1]}: the two kernels must have one size")
+    for name, C in zip(spec.matrices, mats):
+        if name == "L":
+            check_triangle(name, C, lower=True)
+            check_diagonal(name, C, nonzero=True)
+        elif name == "U":
+            check_triangle(name, C, lower=False)
+            check_diagonal(name, C, nonzero=True)
+        elif pair in ("spilu0_sptrsv", "spic0_sptrsv"):
+            check_diagonal(name, C, nonzero=False)      # its pivots are checked as they are made
+    return mats
+
+
+def validate_sparse_fusion(pair, matrices, vector, schedule, *, tier: str) -> FusionProblem:
+    """Checks for every `<pair>(*matrices, vector, schedule=None)` of the sparse_fusion modules:
+    the matrices (validate_fusion_matrices), the vector (NumPy for t0, a torch tensor for t1–t3;
+    1-D, the matrices' size, float32 or float64, finite) and the schedule (None, or inspected for
+    this pair and these sparsity patterns)."""
+    from tiers.fusion_schedules import fingerprint, matches
+    from tiers.sparse_dags import PAIRS
+
+    mats = validate_fusion_matrices(pair, matrices)
+    name = PAIRS[pair].vector
+    kind = "numpy" if tier == "t0_numpy" else "torch"
+    check_array_kind(((name, vector),), kind)
+    if vector.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D vector, got shape {tuple(vector.shape)}")
+    n = mats[0].shape[0]
+    if vector.shape[0] != n:
+        raise ValueError(f"{name} has length {vector.shape[0]} but {PAIRS[pair].matrices[0]} is {n}×{n}")
+    if kind == "numpy":
+        check_same_dtype(((name, vector),), _NUMPY_FLOATS)
+        finite = bool(np.isfinite(vector).all())
+    else:
+        check_same_dtype(((name, vector),), ("torch.float32", "torch.float64"))
+        if tier.startswith("t2") or tier.startswith("t3"):
+            check_triton_device(name, vector)
+        import torch
+
+        finite = bool(torch.isfinite(vector).all())
+    if not finite:
+        raise ValueError(f"{name} has non-finite values")
+    fp = fingerprint(pair, *mats)
+    if schedule is not None:
+        matches(schedule, pair, fp)
+    return FusionProblem(pair, mats, n, str(vector.dtype).replace("torch.", ""), fp)

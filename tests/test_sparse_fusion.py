@@ -1,0 +1,650 @@
+"""Sparse fusion: the matrices, the dependence DAGs and ILU(0)/IC(0) structure against brute force,
+the inspectors' schedules against the DAGs, t0 against SciPy, and every tier against t0."""
+import time
+import zlib
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import DEVICE
+from tiers import fusion_schedules as fs
+from tiers import registry
+from tiers import sparse_dags as sd
+from tiers import sparse_matrices as sm
+from tiers.tolerances import assert_close
+
+ALG = registry.ALGORITHMS["sparse_fusion"]
+TIERS = ALG.tiers
+PAIRS = ALG.entries
+KINDS = (None,) + fs.KINDS            # None: the tier's default (sequential loops in t0, wavefront elsewhere)
+GENERATORS = tuple(sm.GENERATORS)
+DTYPES = ("float64", "float32")
+t0 = {pair: registry.get("sparse_fusion", "t0_numpy", pair) for pair in PAIRS}
+
+
+def _seed(*parts):
+    return zlib.crc32(repr(parts).encode())
+
+
+def _kid(kind):
+    return kind or "default"
+
+
+# ---------------------------------------------------------------- problems
+
+def _randomised(A, rng):
+    """D·A·D with a random positive diagonal D: same pattern, new values, still SPD (and still an
+    M- or H-matrix, so ILU(0) and IC(0) exist)."""
+    d = sp.diags(rng.uniform(0.5, 2.0, A.shape[0]))
+    return sm._finish(d @ A @ d)
+
+
+def matrix(gen, size, seed):
+    return _randomised(sm.GENERATORS[gen](size, seed), np.random.default_rng(seed + 1))
+
+
+def operands(pair, A):
+    """The pair's matrices built from one SPD matrix A: L = tril(A), U = triu(A)."""
+    L, U = sm.tril_csr(A), sm.triu_csr(A)
+    return {"sptrsv_spmv": (L, A), "spmv_sptrsv": (A, L), "sptrsv_sptrsv": (L, U)}.get(pair, (A,))
+
+
+def _as_tier(b, tier, dtype):
+    if tier == "t0_numpy":
+        return b.astype(dtype)
+    return torch.tensor(b, dtype=getattr(torch, dtype), device=DEVICE)
+
+
+def _round(M, dtype):
+    """M with its values rounded to dtype, back in float64: exactly what a tier in dtype sees."""
+    R = M.copy()
+    R.data = R.data.astype(dtype).astype(np.float64)
+    return R
+
+
+def values_of(out, pattern=None):
+    """Values of a result as float64 NumPy: vectors as they are, a factor as the values on its
+    pattern in CSR order (SciPy matrix, torch sparse CSR tensor, 1-D values or dense tensor)."""
+    if sp.issparse(out):
+        C = sd.csr(out)
+        if pattern is not None:
+            np.testing.assert_array_equal(C.indptr, pattern.indptr)
+            np.testing.assert_array_equal(C.indices, pattern.indices)
+        return C.data.astype(np.float64)
+    if isinstance(out, torch.Tensor):
+        if out.layout == torch.sparse_csr:
+            if pattern is not None:
+                np.testing.assert_array_equal(out.crow_indices().cpu().numpy(), pattern.indptr)
+                np.testing.assert_array_equal(out.col_indices().cpu().numpy(), pattern.indices)
+            return out.values().detach().cpu().double().numpy()
+        if out.ndim == 2 and pattern is not None:
+            rows = sd.row_ids(pattern.indptr)
+            return out.detach().cpu().double().numpy()[rows, pattern.indices]
+        return out.detach().cpu().double().numpy()
+    return np.asarray(out, dtype=np.float64)
+
+
+def factor_pattern(pair, A):
+    A = sd.csr(A)
+    return {"spilu0_sptrsv": A, "spic0_sptrsv": sd.csr(sp.tril(A))}.get(pair)
+
+
+def check_against_t0(tier, pair, mats, b, dtype, schedule):
+    """Run `tier` in dtype and compare both results with t0 in float64 on the same rounded inputs."""
+    ref = t0[pair](*(_round(M, dtype) for M in mats), b.astype(dtype).astype(np.float64))
+    out = registry.get("sparse_fusion", tier, pair)(*mats, _as_tier(b, tier, dtype), schedule=schedule)
+    assert len(out) == 2
+    pat = factor_pattern(pair, mats[0])
+    for k, (o, r) in enumerate(zip(out, ref)):
+        is_factor = k == 0 and pat is not None
+        if not is_factor:
+            assert str(o.dtype).replace("torch.", "") == dtype
+            if tier != "t0_numpy":
+                assert o.device.type == DEVICE
+        assert_close(values_of(o, pat if is_factor else None), values_of(r), dtype,
+                     f"{tier} {pair} result {k}")
+    return out
+
+
+# ---------------------------------------------------------------- matrices
+
+@settings(max_examples=25, deadline=None)
+@given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 80), seed=st.integers(0, 1000))
+def test_generators_are_spd_canonical_csr(gen, size, seed):
+    A = sm.GENERATORS[gen](size, seed)
+    assert isinstance(A, sp.csr_matrix) and A.dtype == np.float64 and A.has_sorted_indices
+    assert A.shape[0] == A.shape[1] >= 1
+    assert (A.data != 0).all()
+    C = A.copy()
+    C.sum_duplicates()
+    assert C.nnz == A.nnz
+    D = A.toarray()
+    np.testing.assert_array_equal(D, D.T)
+    assert np.linalg.eigvalsh(D).min() > 0
+
+
+def test_generator_stencils():
+    P = sm.poisson2d(4).toarray()
+    assert P.shape == (16, 16) and (np.diag(P) == 4).all()
+    assert P[5, 4] == P[5, 6] == P[5, 1] == P[5, 9] == -1 and P[3, 4] == 0      # no wrap at a grid edge
+    assert (np.abs(P).sum(axis=1) <= 8).all()
+    Q = sm.poisson3d(3).toarray()
+    assert Q.shape == (27, 27) and (np.diag(Q) == 6).all() and ((Q != 0).sum(axis=1)[13]) == 7
+    R = sm.poisson3d(3, points=27)
+    assert R.shape == (27, 27) and R[13, 13] == 26 and R.getrow(13).nnz == 27 and R.getrow(0).nnz == 8
+    B = sm.banded_spd(20, 3, seed=4)
+    i, j = B.nonzero()
+    assert np.abs(i - j).max() == 3 and B.nnz == 20 + 2 * (19 + 18 + 17)
+    assert (B.diagonal() > np.abs(B - sp.diags(B.diagonal())).sum(axis=1).A1).all()
+    G = sm.powerlaw_laplacian(300, m=2, seed=1)
+    degree = G.diagonal() - 1.0
+    np.testing.assert_allclose(degree, -(G - sp.diags(G.diagonal())).sum(axis=1).A1)
+    assert degree.min() >= 2 and degree.max() >= 5 * np.median(degree)          # a heavy tail
+
+
+def test_reorder_tril_triu_and_mtx(tmp_path):
+    import scipy.io
+
+    A = sm.powerlaw_laplacian(60, seed=3)
+    B, perm = sm.reorder(A, "rcm")
+    assert sorted(perm.tolist()) == list(range(60))
+    np.testing.assert_array_equal(B.toarray(), A.toarray()[np.ix_(perm, perm)])
+    bw = lambda M: np.abs(np.subtract(*M.nonzero())).max()                                   # noqa: E731
+    assert bw(B) < bw(A)
+    N, p = sm.reorder(A, "natural")
+    np.testing.assert_array_equal(p, np.arange(60))
+    assert (N != A).nnz == 0
+    np.testing.assert_array_equal((sm.tril_csr(A) + sm.triu_csr(A, 1)).toarray(), A.toarray())
+    assert sm.tril_csr(A).has_sorted_indices and sm.triu_csr(A).has_sorted_indices
+    scipy.io.mmwrite(tmp_path / "a.mtx", A, symmetry="symmetric")
+    M = sm.load_mtx(tmp_path / "a.mtx")
+    assert isinstance(M, sp.csr_matrix) and M.has_sorted_indices
+    np.testing.assert_allclose(M.toarray(), A.toarray())
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: sm.poisson3d(3, points=9), "points must be 7 or 27"),
+    (lambda: sm.poisson2d(0), "n must be at least 1"),
+    (lambda: sm.powerlaw_laplacian(10, shift=0.0), "shift must be a positive"),
+    (lambda: sm.reorder(sm.poisson2d(3), "metis"), "ordering must be 'natural' or 'rcm'"),
+    (lambda: sm.reorder(sp.random(3, 4, format="csr"), "rcm"), "square"),
+])
+def test_generator_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------- DAGs and symbolic structure, by brute force
+
+def brute_dag(pair, mats):
+    """deps[v] for every joint iteration, written from the loops of the module docstring."""
+    mats = [sd.csr(M) for M in mats]
+    n = mats[0].shape[0]
+    pat = [[set(M.indices[M.indptr[i]:M.indptr[i + 1]].tolist()) for i in range(n)] for M in mats]
+    deps = [set() for _ in range(2 * n)]
+    for i in range(n):
+        if pair == "sptrsv_spmv":
+            deps[i] = {j for j in pat[0][i] if j != i}
+            deps[n + i] = set(pat[1][i])
+        elif pair == "spmv_sptrsv":
+            deps[n + i] = {n + j for j in pat[1][i] if j != i} | {i}
+        elif pair == "sptrsv_sptrsv":
+            deps[i] = {j for j in pat[0][i] if j != i}
+            deps[n + i] = {n + j for j in pat[1][i] if j != i} | {i}
+        else:
+            deps[i] = {j for j in pat[0][i] if j < i}
+            deps[n + i] = {n + j for j in pat[0][i] if j < i} | {i}
+    return deps
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_joint_dag_and_levels_by_brute_force(gen, pair):
+    mats = operands(pair, matrix(gen, 40, 0))
+    dag = sd.joint_dag(pair, *mats)
+    deps = brute_dag(pair, mats)
+    assert dag.n1 == dag.n2 == mats[0].shape[0]
+    for v in range(dag.n):
+        assert set(dag.idx[dag.ptr[v]:dag.ptr[v + 1]].tolist()) == deps[v], dag.describe(v)
+    level = sd.wavefront_levels(dag)
+    for v in range(dag.n):
+        assert level[v] == 1 + max((level[u] for u in deps[v]), default=-1)
+
+
+def test_wavefront_levels_reject_a_cycle():
+    dag = sd.DAG(np.array([0, 1, 2, 3]), np.array([2, 0, 1]), 3)
+    with pytest.raises(ValueError, match="cycle"):
+        sd.wavefront_levels(dag)
+
+
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_ilu0_and_ic0_structure_by_brute_force(gen):
+    A = sd.csr(matrix(gen, 40, 1))
+    n = A.shape[0]
+    pos = {(i, int(A.indices[p])): p for i in range(n) for p in range(A.indptr[i], A.indptr[i + 1])}
+    s = sd.ilu0_symbolic(A)
+    for (i, k), p in pos.items():
+        want = [(pos[(i, j)], pos[(k, j)]) for j in range(k + 1, n) if k < i and (i, j) in pos and (k, j) in pos]
+        got = list(zip(s.upd_target[s.upd_ptr[p]:s.upd_ptr[p + 1]].tolist(),
+                       s.upd_source[s.upd_ptr[p]:s.upd_ptr[p + 1]].tolist()))
+        assert got == want, (i, k)
+    T = sd.csr(sp.tril(A))
+    tpos = {(i, int(T.indices[p])): p for i in range(n) for p in range(T.indptr[i], T.indptr[i + 1])}
+    c = sd.ic0_symbolic(A)
+    np.testing.assert_array_equal(c.indptr, T.indptr)
+    for (i, j), p in tpos.items():
+        want = [(tpos[(i, k)], tpos[(j, k)]) for k in range(j) if (i, k) in tpos and (j, k) in tpos]
+        got = list(zip(c.pair_left[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist(),
+                       c.pair_right[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist()))
+        assert got == want, (i, j)
+
+
+# ---------------------------------------------------------------- t0 against SciPy
+
+def scipy_reference(pair, mats, b):
+    tri = lambda T, r, lower=True, unit=False: sla.spsolve_triangular(                      # noqa: E731
+        sp.csr_matrix(T), r, lower=lower, unit_diagonal=unit)
+    if pair == "sptrsv_spmv":
+        x = tri(mats[0], b)
+        return x, mats[1] @ x
+    if pair == "spmv_sptrsv":
+        y = mats[0] @ b
+        return y, tri(mats[1], y)
+    if pair == "sptrsv_sptrsv":
+        y = tri(mats[0], b)
+        return y, tri(mats[1], y, lower=False)
+    return None
+
+
+def check_factor(pair, A, F, x, b):
+    """ILU(0): (L·U)_ij = a_ij on A's pattern; IC(0): (Lc·Lcᵀ)_ij = a_ij on tril(A)'s; and x solves
+    with the factor's (unit) lower triangle."""
+    A = sd.csr(A)
+    pat = factor_pattern(pair, A)
+    F = sd.csr(F)
+    assert (F.indptr == pat.indptr).all() and (F.indices == pat.indices).all()
+    if pair == "spilu0_sptrsv":
+        Lf = sp.tril(F, -1) + sp.identity(A.shape[0])
+        P = (Lf @ sp.triu(F)).tocsr()
+        x_ref = sla.spsolve_triangular(sp.csr_matrix(Lf), b, lower=True, unit_diagonal=True)
+    else:
+        P = (F @ F.T).tocsr()
+        x_ref = sla.spsolve_triangular(F, b, lower=True)
+    rows = sd.row_ids(pat.indptr)
+    got = np.asarray(P[rows, pat.indices]).ravel()
+    assert_close(got, sd.csr(pat).data if pair == "spilu0_sptrsv" else sd.csr(sp.tril(A)).data, "float64",
+                 f"{pair} factor product on the pattern")
+    assert_close(x, x_ref, "float64", f"{pair} solve")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 90), seed=st.integers(0, 10_000),
+       pair=st.sampled_from(PAIRS))
+def test_t0_matches_scipy(gen, size, seed, pair):
+    A = matrix(gen, size, seed)
+    mats = operands(pair, A)
+    b = np.random.default_rng(seed).standard_normal(A.shape[0])
+    out = t0[pair](*mats, b)
+    ref = scipy_reference(pair, mats, b)
+    if ref is None:
+        check_factor(pair, A, out[0], out[1], b)
+    else:
+        for o, r in zip(out, ref):
+            assert o.dtype == np.float64
+            assert_close(o, r, "float64", pair)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_t0_every_schedule_gives_the_sequential_numbers(gen, pair):
+    """Each row's arithmetic does not depend on when it runs, so any valid order is bit-identical."""
+    mats = operands(pair, matrix(gen, 50, 2))
+    b = np.random.default_rng(_seed(gen, pair)).standard_normal(mats[0].shape[0])
+    ref = t0[pair](*mats, b)
+    for kind in fs.KINDS:
+        out = t0[pair](*mats, b, schedule=fs.inspect(pair, *mats, kind=kind, workers=3))
+        for o, r in zip(out, ref):
+            np.testing.assert_array_equal(values_of(o), values_of(r), err_msg=f"{kind}")
+
+
+# ---------------------------------------------------------------- schedules
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_every_schedule_is_valid(gen, pair):
+    mats = operands(pair, matrix(gen, 120, 3))
+    dag = sd.joint_dag(pair, *mats)
+    wf = fs.inspect(pair, *mats, kind="wavefront")
+    for kind in fs.KINDS:
+        s = fs.inspect(pair, *mats, kind=kind, workers=4)
+        fs.check_schedule(s, dag)
+        assert (s.kind, s.pair, s.n1, s.n2) == (kind, pair, dag.n1, dag.n2)
+        assert s.levels() <= wf.levels()
+        st_ = s.stats()
+        assert st_["levels"] == s.levels() and st_["syncs"] == s.levels() - 1
+        assert st_["partition_size"]["min"] >= 1 and st_["partitions"] == s.partitions()
+        assert st_["critical_cost"] <= st_["total_cost"] == float(s.cost.sum())
+        assert 0.0 <= st_["fused_fraction"] <= 1.0
+    assert wf.partitions() == dag.n and fs.inspect(pair, *mats, kind="sequential").levels() == 1
+
+
+@pytest.mark.parametrize("gen,workers,at_most", [("banded_spd", 8, 0.1), ("powerlaw_laplacian", 2, 0.6),
+                                                  ("powerlaw_laplacian", 8, 0.95)])
+def test_sparse_fusion_needs_fewer_levels_than_wavefront(gen, workers, at_most):
+    """Where the head kernel's DAG coarsens the fused schedule saves synchronisations: a band (a
+    dependence chain) runs as one level instead of ~n; a power-law graph's levels drop by 40 % for
+    two workers and a few for eight (more workers need more independent work per level). The
+    second kernel mostly joins the first kernel's partitions."""
+    A = matrix(gen, 300, _seed(gen, workers) % 100)
+    for pair in PAIRS:
+        mats = operands(pair, A)
+        wf = fs.inspect(pair, *mats, kind="wavefront")
+        sf = fs.inspect(pair, *mats, kind="sparse_fusion", workers=workers)
+        assert sf.levels() <= at_most * wf.levels(), pair
+        if pair != "sptrsv_sptrsv":      # U's solve starts after L's last row: little to fuse
+            assert sf.stats()["fused_fraction"] > 0.75, pair
+
+
+def test_packing_follows_the_reuse_ratio():
+    A = matrix("poisson2d", 64, 0)
+    ratios = {pair: sd.reuse_ratio(pair, *operands(pair, A)) for pair in PAIRS}
+    assert ratios["sptrsv_spmv"] == 1.0
+    assert ratios["spmv_sptrsv"] < 1 and ratios["sptrsv_sptrsv"] < 1
+    assert ratios["spilu0_sptrsv"] > 1 and ratios["spic0_sptrsv"] > 1
+    for pair in PAIRS:
+        s = fs.inspect(pair, *operands(pair, A))
+        assert s.packing == ("interleaved" if ratios[pair] > 1 else "separated")
+        assert s.stats()["reuse_ratio"] == ratios[pair]
+        forced = fs.inspect(pair, *operands(pair, A), packing="interleaved")
+        fs.check_schedule(forced, sd.joint_dag(pair, *operands(pair, A)))
+    # separated: inside every partition, all of kernel 1 before any of kernel 2
+    s = fs.inspect("sptrsv_spmv", *operands("sptrsv_spmv", A))
+    for p in range(s.partitions()):
+        k = s.order[s.part_ptr[p]:s.part_ptr[p + 1]] >= s.n1
+        assert (np.diff(k.astype(int)) >= 0).all()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), workers=st.integers(1, 12), slack=st.sampled_from([0.0, 0.1, 1.0, 10.0]))
+def test_schedule_property(gen, size, seed, pair, workers, slack):
+    mats = operands(pair, matrix(gen, size, seed))
+    dag = sd.joint_dag(pair, *mats)
+    wf = fs.inspect(pair, *mats, kind="wavefront").levels()
+    for kind, opts in (("lbc", {"slack": slack}), ("sparse_fusion", {"slack": slack})):
+        s = fs.inspect(pair, *mats, kind=kind, workers=workers, **opts)
+        fs.check_schedule(s, dag)
+        assert s.levels() <= wf
+        assert np.diff(s.level_ptr).max() <= max(workers, 1) or kind == "sparse_fusion"
+
+
+def test_sparse_fusion_falls_back_when_placement_costs_levels(monkeypatch):
+    """Should placing kernel 2 ever need more levels than the joint wavefronts (no test matrix
+    does), the inspector coarsens the joint DAG instead."""
+    mats = operands("sptrsv_spmv", matrix("powerlaw_laplacian", 40, 0))
+    one_level_each = lambda dag, *rest: (np.arange(dag.n), np.zeros(dag.n, np.int64), np.arange(dag.n))  # noqa: E731
+    monkeypatch.setattr(fs, "_fuse_head_first", one_level_each)
+    s = fs.inspect("sptrsv_spmv", *mats, workers=3)
+    fs.check_schedule(s, sd.joint_dag("sptrsv_spmv", *mats))
+    assert s.kind == "sparse_fusion" and s.levels() <= fs.inspect("sptrsv_spmv", *mats, kind="wavefront").levels()
+
+
+def _broken(s, order):
+    return fs.Schedule(s.kind, s.pair, s.n1, s.n2, s.level_ptr, s.part_ptr, order, s.packing, s.fingerprint)
+
+
+@pytest.mark.parametrize("kind", ["sequential", "wavefront", "sparse_fusion"])
+def test_check_schedule_rejects_broken_schedules(kind):
+    mats = operands("sptrsv_spmv", matrix("poisson2d", 36, 0))
+    dag = sd.joint_dag("sptrsv_spmv", *mats)
+    s = fs.inspect("sptrsv_spmv", *mats, kind=kind, workers=2)
+    fs.check_schedule(s, dag)
+    pos = np.empty(dag.n, dtype=np.int64)
+    pos[s.order] = np.arange(dag.n)
+    # swap two dependent iterations: the dependence now runs backwards
+    u, v = dag.sources()
+    t = int(np.argmax(pos[v] - pos[u]))
+    order = s.order.copy()
+    order[pos[u[t]]], order[pos[v[t]]] = order[pos[v[t]]], order[pos[u[t]]]
+    with pytest.raises(ValueError, match=rf"dependence broken: iteration \d+ \(kernel [12] row \d+\) needs "
+                                         rf"iteration \d+"):
+        fs.check_schedule(_broken(s, order), dag)
+    # an iteration listed twice, another never
+    order = s.order.copy()
+    order[-1] = order[0]
+    with pytest.raises(ValueError, match=r"iteration \d+ \(kernel [12] row \d+\) runs (never|2 times)"):
+        fs.check_schedule(_broken(s, order), dag)
+    with pytest.raises(ValueError, match="outside"):
+        fs.check_schedule(_broken(s, np.where(s.order == 0, dag.n, s.order)), dag)
+    with pytest.raises(ValueError, match="iterations but the DAG has"):
+        fs.check_schedule(s, sd.joint_dag("sptrsv_spmv", *operands("sptrsv_spmv", matrix("poisson2d", 25, 0))))
+    fs.check_schedule(s, (dag.ptr, dag.idx))          # a bare (ptr, idx) DAG works too
+
+
+def test_lockstep_groups_cover_the_schedule_in_dependence_order():
+    for pair in PAIRS:
+        mats = operands(pair, matrix("powerlaw_laplacian", 80, 5))
+        s = fs.inspect(pair, *mats, workers=3)
+        gptr, gk, glevel, rows = fs.lockstep(s)
+        joint = np.where(np.repeat(gk, np.diff(gptr)) == 1, rows + s.n1, rows)
+        order = np.concatenate([np.arange(0)] + [joint[a:b] for a, b in zip(gptr[:-1], gptr[1:])])
+        assert sorted(order.tolist()) == list(range(s.n1 + s.n2))
+        # as one partition per group member in one level per group, it is a valid schedule
+        flat = fs.Schedule("lockstep", pair, s.n1, s.n2, gptr, np.arange(len(order) + 1, dtype=np.int64), order,
+                           "", s.fingerprint)
+        fs.check_schedule(flat, sd.joint_dag(pair, *mats))
+        assert (np.diff(glevel) >= 0).all()
+
+
+def test_inspector_is_vectorised():
+    """A 40 000-row 2-D Poisson pair in seconds (poisson2d(1000), a million rows, takes 3–6 s)."""
+    A = sm.poisson2d(200)
+    mats = operands("spilu0_sptrsv", A)
+    t = time.perf_counter()
+    s = fs.inspect("spilu0_sptrsv", *mats)
+    assert time.perf_counter() - t < 20
+    assert s.levels() <= 2 * 200
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda A: fs.inspect("spmv_spmv", A), "unknown kernel pair 'spmv_spmv'"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, kind="metis"), "kind must be one of"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, workers=0), "workers must be a positive int"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, kind="lbc", slack=-1.0), "slack must be a non-negative"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, packing="mixed"), "packing must be 'interleaved' or 'separated'"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, kind="wavefront", slack=1.0), "takes no option 'slack'"),
+    (lambda A: fs.inspect("spilu0_sptrsv", A, A), r"spilu0_sptrsv takes 1 matrices \(A\), got 2"),
+    (lambda A: fs.inspect("sptrsv_spmv", A, A), "L must be lower triangular"),
+])
+def test_inspect_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(sm.poisson2d(4))
+
+
+# ---------------------------------------------------------------- every tier against t0
+
+def cases_for(tier):
+    """(generator, size) × pair × schedule kind × dtype: the full set for the PyTorch tier, a few
+    matrices of at most 100 rows and no default-schedule repeat for the interpreted Triton tiers;
+    t0 only in float32 (its float64 is the reference)."""
+    if tier == "t0_numpy":
+        return [(g, 64, pair, kind, "float32") for g in ("poisson2d", "powerlaw_laplacian")
+                for pair in PAIRS for kind in KINDS]
+    if tier == "t1_torch":
+        mats = [("poisson2d", 100), ("poisson3d_27", 64), ("powerlaw_laplacian", 120), ("banded_spd", 90)]
+        kinds = KINDS
+    else:
+        mats = [("poisson2d", 49), ("powerlaw_laplacian", 60)]
+        kinds = fs.KINDS
+    return [(g, n, pair, kind, dt) for g, n in mats for pair in PAIRS for kind in kinds for dt in DTYPES]
+
+
+TIER_CASES = [pytest.param(tier, *c, id=f"{tier}-{c[0]}{c[1]}-{c[2]}-{_kid(c[3])}-{c[4]}")
+              for tier in TIERS for c in cases_for(tier)]
+_SCHEDULES: dict = {}
+
+
+def _schedule(pair, mats, kind, key):
+    """One schedule per (matrix, pair, kind), shared by the tiers and dtypes: reused as intended."""
+    if kind is None:
+        return None
+    if key not in _SCHEDULES:
+        _SCHEDULES[key] = fs.inspect(pair, *mats, kind=kind, workers=4)
+    return _SCHEDULES[key]
+
+
+@pytest.mark.parametrize("tier,gen,size,pair,kind,dtype", TIER_CASES)
+def test_tier_matches_t0(tier, gen, size, pair, kind, dtype):
+    mats = operands(pair, matrix(gen, size, 7))
+    b = np.random.default_rng(_seed(tier, gen, pair, kind, dtype)).standard_normal(mats[0].shape[0])
+    check_against_t0(tier, pair, mats, b, dtype, _schedule(pair, mats, kind, (gen, size, pair, kind)))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 120), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), kind=st.sampled_from(KINDS), workers=st.integers(1, 9),
+       dtype=st.sampled_from(DTYPES))
+def test_t1_property(gen, size, seed, pair, kind, workers, dtype):
+    mats = operands(pair, matrix(gen, size, seed))
+    s = None if kind is None else fs.inspect(pair, *mats, kind=kind, workers=workers)
+    b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+    check_against_t0("t1_torch", pair, mats, b, dtype, s)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("tier", TIERS)
+def test_schedule_reused_with_new_values(tier, pair):
+    """Inspect once on one set of values; execute on others with the same pattern."""
+    A = sm.powerlaw_laplacian(70, seed=8)
+    s = fs.inspect(pair, *operands(pair, A), workers=3)
+    rng = np.random.default_rng(_seed("reuse", tier, pair))
+    for _ in range(2):
+        mats = operands(pair, _randomised(A, rng))
+        check_against_t0(tier, pair, mats, rng.standard_normal(A.shape[0]), "float64" if tier == "t1_torch"
+                         else "float32", s)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_inputs_are_not_modified_and_any_format_is_read(tier):
+    """Unsorted CSR with duplicate entries, CSC and COO give the canonical matrix's results, and
+    neither the matrices nor the vector change."""
+    A = matrix("poisson2d", 36, 9)
+    n = A.shape[0]
+    rows = sd.row_ids(A.indptr)
+    rev = np.lexsort((-A.indices, rows))         # each row's entries backwards, each stored twice as halves
+    messy = sp.csr_matrix((np.repeat(A.data[rev] / 2, 2), np.repeat(A.indices[rev], 2), 2 * A.indptr), shape=A.shape)
+    assert not messy.has_canonical_format
+    before = (messy.data.copy(), messy.indices.copy(), messy.indptr.copy())
+    b = np.random.default_rng(9).standard_normal(n)
+    bt = _as_tier(b, tier, "float32")
+    bt_before = bt.copy() if tier == "t0_numpy" else bt.clone()
+    f = registry.get("sparse_fusion", tier, "spilu0_sptrsv")
+    ref = t0["spilu0_sptrsv"](A, b)
+    for M in (messy, sp.csc_matrix(A), sp.coo_matrix(A)):
+        LU, x = f(M, bt)
+        assert_close(values_of(x), ref[1], "float32")
+        assert_close(values_of(LU, A), ref[0].data, "float32")
+    for got, want in zip((messy.data, messy.indices, messy.indptr), before):
+        np.testing.assert_array_equal(got, want)
+    assert (values_of(bt) == values_of(bt_before)).all()
+
+
+# ---------------------------------------------------------------- validation: one message per mistake
+
+def _with(A, i, j, value):
+    B = sp.lil_matrix(A)
+    B[i, j] = value
+    return sp.csr_matrix(B)
+
+
+def _explicit_zero_diagonal(L, row):
+    L = sd.csr(L)
+    L.data[sd.diag_positions(L.indptr, L.indices)[row]] = 0.0
+    return L
+
+
+def _without_diagonal(A, row):
+    A = sd.csr(A).tolil()
+    A[row, row] = 0
+    A = sp.csr_matrix(A)
+    A.eliminate_zeros()
+    return A
+
+
+def _ic0_breaks_at_3():
+    """Tridiagonal 2, −1 with a_33 = 0.5: the pivot of row 3 is 0.5 − 3/4 < 0."""
+    A = sm.tril_csr(sp.diags([-np.ones(7), 2 * np.ones(8), -np.ones(7)], [-1, 0, 1], format="csr"))
+    A = _with(A + sm.triu_csr(A.T, 1), 3, 3, 0.5)
+    return A
+
+
+def _ilu0_breaks_at_1():
+    """U_11 = a_11 − a_10·a_01/a_00 = 1 − 1 = 0; rows 2 and 3 depend on row 1."""
+    D = np.array([[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 3, 1], [0, 2, 1, 3]], dtype=float)
+    return sp.csr_matrix(D)
+
+
+A10 = sm.poisson2d(3)     # 9 rows
+L10, U10 = sm.tril_csr(A10), sm.triu_csr(A10)
+INVALID = [
+    ("sptrsv_spmv", lambda: (L10.toarray(), A10), 9, "L must be a SciPy sparse matrix"),
+    ("sptrsv_spmv", lambda: (_with(L10, 0, 3, 1.0), A10), 9,
+     r"L must be lower triangular: it stores entry \(0, 3\) above the diagonal"),
+    ("sptrsv_sptrsv", lambda: (L10, _with(U10, 5, 1, 1.0)), 9,
+     r"U must be upper triangular: it stores entry \(5, 1\) below the diagonal"),
+    ("sptrsv_spmv", lambda: (_explicit_zero_diagonal(L10, 2), A10), 9, "L has a zero diagonal entry in row 2"),
+    ("sptrsv_sptrsv", lambda: (L10, _without_diagonal(U10, 4)), 9, "U has no diagonal entry in row 4"),
+    ("spilu0_sptrsv", lambda: (_without_diagonal(A10, 6),), 9, "A has no diagonal entry in row 6"),
+    ("spmv_sptrsv", lambda: (sp.random(9, 8, density=0.5, format="csr", random_state=0), L10), 8,
+     r"A must be square, got shape \(9, 8\)"),
+    ("spmv_sptrsv", lambda: (sm.poisson2d(2), L10), 4, "L is 9×9 but A is 4×4: the two kernels must have one size"),
+    ("spic0_sptrsv", lambda: (_with(A10, 1, 2, np.nan),), 9, r"A has a non-finite value nan at \(1, 2\)"),
+    ("spic0_sptrsv", lambda: (sp.csr_matrix(A10, dtype=np.complex128),), 9, "A has complex values"),
+    ("sptrsv_spmv", lambda: (L10, A10), 8, "b has length 8 but L is 9×9"),
+    ("spilu0_sptrsv", lambda: (sp.csr_matrix((0, 0)),), 0, r"A is empty \(0×0\)"),
+    ("spic0_sptrsv", lambda: (_ic0_breaks_at_3(),), 8, r"IC\(0\) breaks down in row 3: pivot"),
+    ("spilu0_sptrsv", lambda: (_ilu0_breaks_at_1(),), 4, r"ILU\(0\) breaks down in row 1: pivot"),
+]
+
+
+@pytest.mark.parametrize("pair,build,n,match", INVALID, ids=[f"{p}-{m[:30]}" for p, _, _, m in INVALID])
+@pytest.mark.parametrize("tier", TIERS)
+def test_invalid_input(tier, pair, build, n, match):
+    b = _as_tier(np.random.default_rng(0).standard_normal(n), tier, "float32")
+    with pytest.raises(ValueError, match=match):
+        registry.get("sparse_fusion", tier, pair)(*build(), b)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_invalid_vector(tier):
+    f = registry.get("sparse_fusion", tier, "sptrsv_spmv")
+    bad = np.ones(9)
+    bad[4] = np.inf
+    with pytest.raises(ValueError, match="b has non-finite values"):
+        f(L10, A10, _as_tier(bad, tier, "float64"))
+    with pytest.raises(ValueError, match=r"b must be a 1-D vector, got shape \(9, 1\)"):
+        f(L10, A10, _as_tier(np.ones((9, 1)), tier, "float64"))
+    with pytest.raises(TypeError, match="dtype"):
+        f(L10, A10, np.arange(9) if tier == "t0_numpy" else torch.arange(9, device=DEVICE))
+    with pytest.raises(TypeError, match="must be a"):
+        f(L10, A10, torch.ones(9, dtype=torch.float64) if tier == "t0_numpy" else np.ones(9))
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_schedule_for_another_problem_is_refused(tier):
+    f = registry.get("sparse_fusion", tier, "sptrsv_spmv")
+    b = _as_tier(np.ones(9), tier, "float32")
+    with pytest.raises(ValueError, match="schedule was inspected for the pair 'spmv_sptrsv', not 'sptrsv_spmv'"):
+        f(L10, A10, b, schedule=fs.inspect("spmv_sptrsv", A10, L10))
+    other = sm.banded_spd(9, 2)
+    with pytest.raises(ValueError, match="schedule was inspected for other matrices"):
+        f(L10, A10, b, schedule=fs.inspect("sptrsv_spmv", sm.tril_csr(other), other))
+    with pytest.raises(ValueError, match="schedule must be a tiers.fusion_schedules.Schedule"):
+        f(L10, A10, b, schedule="wavefront")
+    # same pattern, other values: accepted
+    f(_randomised(L10, np.random.default_rng(1)), A10, b, schedule=fs.inspect("sptrsv_spmv", L10, A10))

@@ -1,0 +1,246 @@
+"""The sparse-fusion benchmark, its figure and its pictures, on a CPU: the quick benchmark end to
+end (Triton in its interpreter), the rule that a wrong result is never timed, the reference's
+own check, the payoff and speedup arithmetic, the figure from a rows file written here, and
+the DAG and schedule pictures."""
+import json
+import math
+import zlib
+
+import matplotlib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from tiers import cli, figures  # noqa: E402
+from tiers.bench import sparse_fusion as bench  # noqa: E402
+from tiers.bench.common import write_rows  # noqa: E402
+from tiers.sparse_matrices import poisson2d, powerlaw_laplacian, tril_csr  # noqa: E402
+
+
+def _seed(*parts):
+    return zlib.crc32(repr(parts).encode())
+
+
+# ------------------------------------------------------------------ the quick benchmark, end to end
+
+def test_quick_bench_cli_end_to_end(tmp_path, capsys):
+    """`python -m tiers bench sparse_fusion --quick` on two tiny matrices and every pair: every
+    tier row under every schedule is checked and timed, the anchors say why they are absent,
+    and the rows on disk are the rows returned."""
+    cli.main(["bench", "sparse_fusion", "--quick", "--matrices", "poisson2d,powerlaw", "--sizes",
+              "poisson2d=4,powerlaw=20", "--providers", "t2_triton_unfused,t3_triton_fused,cusparse,scipy",
+              "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    files = sorted(tmp_path.glob("sparse_fusion_*.json"))
+    assert len(files) == 1 and "wrote" in out
+    rows = json.loads(files[0].read_text())["rows"]
+    assert {r["n"] for r in rows} == {16, 20}
+    t2 = [r for r in rows if r["provider"] == "t2_triton_unfused"]
+    t3 = [r for r in rows if r["provider"] == "t3_triton_fused"]
+    assert len(t2) == 2 * len(bench.PAIRS)                        # t2 follows its own per-kernel wavefronts
+    assert len(t3) == 2 * len(bench.PAIRS) * len(bench.KINDS) * 2  # every schedule, both executors
+    for r in t2 + t3:
+        assert r["status"] == "ok", r
+        assert r["ms"] > 0 and r["rel_err"] <= 1e-10 and r["timed"] == "prepared"
+    for r in t3:
+        assert r["levels"] >= 1 and r["inspector_ms"] > 0 and "payoff_runs" in r
+    for r in rows:
+        if r["provider"] == "scipy":
+            assert (r["status"] == "ok") == (r["pair"] not in ("spilu0_sptrsv", "spic0_sptrsv")), r
+        if r["provider"] == "cusparse":
+            assert r["status"].startswith("n/a"), r
+    for pair in bench.PAIRS:
+        assert pair in out     # the summary table
+    # wavefront: every partition one iteration; the fused schedule needs no more levels
+    for matrix in ("poisson2d", "powerlaw"):
+        for pair in bench.PAIRS:
+            case = {r["schedule"]: r for r in t3 if r["matrix"] == matrix and r["pair"] == pair}
+            assert case["wavefront"]["partitions"] == 2 * case["wavefront"]["n"]
+            assert case["sparse_fusion"]["levels"] <= case["wavefront"]["levels"]
+
+
+def test_a_wrong_result_is_recorded_and_never_timed(tmp_path, monkeypatch):
+    """A provider whose output is off by one part in a thousand gets status "wrong" and no time."""
+    from tiers import registry
+
+    real_get = registry.get
+
+    def broken(alg, tier, entry=None):
+        fn = real_get(alg, tier, entry)
+        if tier != "t3_triton_fused":
+            return fn
+
+        def off(*args, **kw):
+            a, b = fn(*args, **kw)
+            return a, b * 1.001
+        return off
+
+    timed = []
+    monkeypatch.setattr(registry, "get", broken)
+    # take the timing path a GPU takes, with a timer that only counts what it is given
+    monkeypatch.setattr(bench, "_cuda", lambda: True)
+    monkeypatch.setattr(bench, "_device_ms", lambda fn, quick: timed.append(1) or (1.0, "counted"))
+    _, _, rows, _ = bench.run(matrices=("poisson2d",), pairs=("sptrsv_spmv",), quick=True, out_dir=tmp_path,
+                              providers=("t1_torch", "t3_triton_fused"), sizes={"poisson2d": 4}, progress=False)
+    t3 = [r for r in rows if r["provider"] == "t3_triton_fused"]
+    t1 = [r for r in rows if r["provider"] == "t1_torch"]
+    assert t3 and all(r["status"].startswith("wrong: output 1") and math.isnan(r["ms"]) for r in t3)
+    assert t1 and all(r["status"] == "ok" for r in t1)
+    assert len(timed) == len(t1)
+
+
+# ------------------------------------------------------------------ the reference and the arithmetic
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=st.sampled_from(["spilu0_sptrsv", "spic0_sptrsv"]), n=st.integers(8, 60), seed=st.integers(0, 2**16))
+def test_factor_residual_accepts_the_factor_and_rejects_a_perturbed_one(pair, n, seed):
+    """The check behind the ILU(0)/IC(0) reference: zero for t0's factor, clearly not zero once
+    any one stored entry of it is changed."""
+    from tiers.t0_numpy.sparse_fusion import spic0_sptrsv, spilu0_sptrsv
+
+    A = powerlaw_laplacian(n, m=2, seed=seed)
+    b = np.random.default_rng(seed).standard_normal(n)
+    factor, _ = (spilu0_sptrsv if pair == "spilu0_sptrsv" else spic0_sptrsv)(A, b)
+    values = np.array(bench.as_values(factor), dtype=np.float64)
+    assert bench.factor_residual(pair, A, values) < 1e-13
+    k = np.random.default_rng(seed + 1).integers(len(values))
+    values[k] *= 1.01
+    assert bench.factor_residual(pair, A, values) > 1e-6
+
+
+def test_device_arrays_of_the_anchors_are_copied_to_the_host_for_the_check():
+    """CuPy arrays refuse NumPy's implicit conversion (the first GPU run lost every cuSPARSE row
+    to it); `as_values` copies them with `.get()`. A stand-in with CuPy's module name checks it."""
+    Fake = type("ndarray", (), {"__module__": "cupy._core.core", "get": lambda self: np.arange(3.0)})
+    ok, worst, msg = bench.check([Fake()], [np.arange(3.0)], "float64")
+    assert ok and worst == 0.0 and not msg
+
+
+def test_traffic_bytes_counts_each_array_once():
+    A = poisson2d(4)                   # n = 16, nnz = 64; tril: 40
+    L = tril_csr(A)
+    assert bench.traffic_bytes("sptrsv_spmv", (L, A), 8) == (40 * 12 + 17 * 4) + (64 * 12 + 17 * 4) + 3 * 16 * 8
+    assert bench.traffic_bytes("spilu0_sptrsv", (A,), 4) == (64 * 8 + 17 * 4) + 64 * 4 + 2 * 16 * 4
+    assert bench.traffic_bytes("spic0_sptrsv", (A,), 8) == (40 * 12 + 17 * 4) + 40 * 8 + 2 * 16 * 8
+
+
+def _row(matrix, pair, provider, ms, schedule="", executor="", status="ok", inspector_ms=None, ordering="natural",
+         dtype="float64"):
+    return dict(matrix=matrix, ordering=ordering, dtype=dtype, pair=pair, n=100, nnz=460, provider=provider,
+                schedule=schedule, executor=executor, workers=None, depth=None, status=status, ms=ms,
+                inspector_ms=inspector_ms)
+
+
+def _synthetic_rows(rng):
+    """One matrix × pairs with known times; returns (rows, expected speedups)."""
+    rows, want = [], {}
+    for matrix in ("poisson2d", "powerlaw"):
+        for pair in bench.PAIRS[:3]:
+            ms = {k: float(rng.uniform(0.1, 10)) for k in ("cusparse", "t2", "wf", "lbc", "sf_levels", "sf_syncfree")}
+            rows += [_row(matrix, pair, "cusparse", ms["cusparse"]),
+                     _row(matrix, pair, "scipy", 99.0),
+                     _row(matrix, pair, "t2_triton_unfused", ms["t2"], "wavefront", inspector_ms=1.0),
+                     _row(matrix, pair, "t2_triton_unfused", math.nan, "lbc", status="wrong: output 0"),
+                     _row(matrix, pair, "t3_triton_fused", ms["wf"], "wavefront", "levels", inspector_ms=1.0),
+                     _row(matrix, pair, "t3_triton_fused", ms["lbc"], "lbc", "levels", inspector_ms=2.0),
+                     _row(matrix, pair, "t3_triton_fused", ms["sf_levels"], "sparse_fusion", "levels", inspector_ms=3.0),
+                     _row(matrix, pair, "t3_triton_fused", ms["sf_syncfree"], "sparse_fusion", "syncfree",
+                          inspector_ms=3.0)]
+            fused = min(ms["sf_levels"], ms["sf_syncfree"])
+            want[(matrix, pair)] = {"over_unfused": min(ms["cusparse"], ms["t2"]) / fused,
+                                    "over_wavefront": ms["wf"] / fused, "over_lbc": ms["lbc"] / fused,
+                                    "over_cusparse": ms["cusparse"] / fused, "over_t2": ms["t2"] / fused}
+    return rows, want
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_speedups_and_payoff(seed):
+    rows, want = _synthetic_rows(np.random.default_rng(seed))
+    got = bench.speedups(rows)
+    for (matrix, pair), w in want.items():
+        for k, v in w.items():
+            assert got[(matrix, "natural", "float64", pair)][k] == pytest.approx(v), (matrix, pair, k)
+    for matrix, pair in want:
+        case = [r for r in rows if r["matrix"] == matrix and r["pair"] == pair]
+        bench.payoffs(case)
+        best = min(r["ms"] for r in case if r["provider"] in ("cusparse", "t2_triton_unfused") and r["status"] == "ok")
+        for r in case:
+            if r["provider"] == "t3_triton_fused":
+                if r["ms"] < best:
+                    assert r["payoff_runs"] == pytest.approx(r["inspector_ms"] / (best - r["ms"]))
+                else:
+                    assert r["payoff_runs"] is None
+    text = bench.summary(rows)
+    assert "poisson2d" in text and "powerlaw" in text and "sptrsv_sptrsv" in text
+
+
+# ------------------------------------------------------------------ the figure and the pictures
+
+def test_speedup_figure_draws_the_recorded_numbers(tmp_path):
+    rows, want = _synthetic_rows(np.random.default_rng(7))
+    env = {"device": "Test GPU", "torch": "0", "triton": "0", "cuda": "", "date": "2000-01-01"}
+    write_rows(rows, "sparse_fusion", env, tmp_path)
+    fig = figures.sparse_fusion_speedup(tmp_path)
+    axes = [ax for ax in fig.axes if ax.patches]
+    assert len(axes) == 2
+    for ax, matrix in zip(axes, ("poisson2d", "powerlaw")):
+        heights = sorted(round(p.get_height(), 9) for p in ax.patches)
+        expect = sorted(round(want[(matrix, pair)][k], 9) for pair in bench.PAIRS[:3]
+                        for k in ("over_unfused", "over_wavefront", "over_lbc"))
+        assert heights == expect
+        assert matrix in ax.get_title()
+    plt.close(fig)
+
+
+def test_draw_all_skips_a_figure_without_data(tmp_path, capsys):
+    paths = figures.draw_all(tmp_path / "out", data_dir=tmp_path)
+    assert paths == []
+    assert "skipped sparse_fusion_speedup" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError):
+        figures.sparse_fusion_speedup(tmp_path)
+
+
+@pytest.mark.parametrize("pair", bench.PAIRS)
+def test_dag_picture_has_every_iteration_in_its_kernel_colour(pair):
+    from matplotlib.colors import to_hex
+
+    from tiers.sparse_dags import joint_dag
+
+    A = poisson2d(5)
+    dag = joint_dag(pair, *bench.operands(pair, A))
+    ax = figures.draw_dag(dag)
+    pts = ax.collections[1]   # the edges come first, then the vertices
+    assert len(pts.get_offsets()) == dag.n
+    colors = [to_hex(c) for c in pts.get_facecolors()]
+    assert colors == [figures.KERNEL_COLORS[0]] * dag.n1 + [figures.KERNEL_COLORS[1]] * dag.n2
+    assert len(ax.collections[0].get_segments()) == dag.edges - int((dag.idx == np.repeat(
+        np.arange(dag.n), np.diff(dag.ptr))).sum())
+    plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("kind", bench.KINDS)
+def test_schedule_picture_has_one_cell_per_iteration(kind):
+    from tiers.fusion_schedules import inspect
+
+    A = powerlaw_laplacian(30, m=2, seed=_seed(kind) % 100)
+    s = inspect("sptrsv_spmv", *bench.operands("sptrsv_spmv", A), kind=kind)
+    ax = figures.draw_schedule(s)
+    # one cell per iteration, one outline per partition, two legend swatches
+    assert len(ax.patches) == s.n1 + s.n2 + s.partitions() + 2
+    assert kind in ax.get_title()
+    plt.close(ax.figure)
+
+
+def test_recorded_lists_the_figures_that_have_data(tmp_path):
+    assert figures.recorded(tmp_path) == []
+    env = {"device": "Test GPU", "torch": "0", "triton": "0", "cuda": "", "date": "2000-01-01"}
+    rows, _ = _synthetic_rows(np.random.default_rng(3))
+    write_rows(rows, "sparse_fusion", env, tmp_path)
+    assert figures.recorded(tmp_path) == ["sparse_fusion_speedup"]
+    paths = figures.draw_all(tmp_path / "out", data_dir=tmp_path)
+    assert [p.name for p in paths] == ["sparse_fusion_speedup.png"] and paths[0].stat().st_size > 10_000

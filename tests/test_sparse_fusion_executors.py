@@ -1,0 +1,287 @@
+"""The Triton tiers of sparse fusion beyond "matches t0" (tests/test_sparse_fusion.py checks that
+for every tier with its default executor): the fused tier's two executors on every pair ×
+schedule kind × dtype, the sync-free ticket order, how many launches each tier makes, what is
+cached between calls, and the executor options."""
+import zlib
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import DEVICE
+from tests.test_sparse_fusion import factor_pattern, matrix, operands, values_of
+from tiers import fusion_schedules as fs
+from tiers import registry
+from tiers import sparse_dags as sd
+from tiers import sparse_matrices as sm
+from tiers.t2_triton_unfused import sparse_fusion as t2
+from tiers.t3_triton_fused import sparse_fusion as t3
+from tiers.tolerances import assert_close
+
+PAIRS = registry.ALGORITHMS["sparse_fusion"].entries
+DTYPES = ("float64", "float32")
+# one matrix per pair, of each shape of DAG: a grid, a heavy-tailed graph, a band
+MATRIX_OF = {"sptrsv_spmv": ("poisson2d", 36), "spmv_sptrsv": ("powerlaw_laplacian", 40),
+             "sptrsv_sptrsv": ("banded_spd", 30), "spilu0_sptrsv": ("powerlaw_laplacian", 40),
+             "spic0_sptrsv": ("poisson3d_27", 27)}
+
+
+def _seed(*parts):
+    return zlib.crc32(repr(parts).encode())
+
+
+def _vector(b, dtype):
+    return torch.tensor(b, dtype=getattr(torch, dtype), device=DEVICE)
+
+
+_REFERENCES: dict = {}
+
+
+def _reference(pair, mats, b, dtype, key):
+    """t0 in float64 on the inputs rounded to dtype (what the tier sees), computed once per key."""
+    if key not in _REFERENCES:
+        rounded = []
+        for M in mats:
+            R = M.copy()
+            R.data = R.data.astype(dtype).astype(np.float64)
+            rounded.append(R)
+        _REFERENCES[key] = registry.get("sparse_fusion", "t0_numpy", pair)(
+            *rounded, b.astype(dtype).astype(np.float64))
+    return _REFERENCES[key]
+
+
+def _check(out, ref, pair, mats, dtype, what):
+    pat = factor_pattern(pair, mats[0])
+    assert len(out) == 2
+    for k, (o, r) in enumerate(zip(out, ref)):
+        is_factor = k == 0 and pat is not None
+        assert o.dtype == getattr(torch, dtype) and o.device.type == DEVICE
+        assert_close(values_of(o, pat if is_factor else None), values_of(r), dtype, f"{what} result {k}")
+
+
+def _problem(pair, seed=0):
+    gen, size = MATRIX_OF[pair]
+    mats = operands(pair, matrix(gen, size, seed))
+    b = np.random.default_rng(_seed(pair, seed)).standard_normal(mats[0].shape[0])
+    return mats, b
+
+
+_SCHEDULES: dict = {}
+
+
+def _schedule(pair, mats, kind, seed=0):
+    """The schedule of _problem(pair, seed), inspected once: the tests reuse it, as intended."""
+    if (pair, kind, seed) not in _SCHEDULES:
+        _SCHEDULES[pair, kind, seed] = fs.inspect(pair, *mats, kind=kind, workers=3)
+    return _SCHEDULES[pair, kind, seed]
+
+
+# ---------------------------------------------------------------- both executors against t0
+
+# the sync-free kernel with the schedule's own ticket order once per schedule (in float64: the
+# order does not depend on the dtype)
+EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{ex}-{tickets}-{dt}")
+                  for pair in PAIRS for kind in fs.KINDS
+                  for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
+                                           ("syncfree", "schedule", ("float64",)))
+                  for dt in dts]
+
+
+@pytest.mark.parametrize("pair,kind,executor,tickets,dtype", EXECUTOR_CASES)
+def test_t3_executor_matches_t0(pair, kind, executor, tickets, dtype):
+    mats, b = _problem(pair)
+    s = _schedule(pair, mats, kind)
+    run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=s, executor=executor, tickets=tickets)
+    _check(run(_vector(b, dtype)), _reference(pair, mats, b, dtype, (pair, dtype)), pair, mats, dtype,
+           f"t3 {executor}/{tickets} {pair} {kind}")
+
+
+@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree"])
+def test_hub_rows_longer_than_many_chunks(tier_executor):
+    """A power-law graph's hub rows hold far more non-zeros than one CHUNK: their loops go round
+    many times, in SpMV, in the solves and in IC(0)'s dot products."""
+    A = sm.powerlaw_laplacian(150, m=2, seed=3)
+    assert np.diff(A.indptr).max() > 4 * max(t3.CHUNK, t2.CHUNK)
+    rng = np.random.default_rng(_seed("hub"))
+    for pair in ("sptrsv_spmv", "spic0_sptrsv"):
+        mats = operands(pair, A)
+        b = rng.standard_normal(A.shape[0])
+        v, s = _vector(b, "float64"), fs.inspect(pair, *mats, workers=2)
+        if tier_executor == "t2":
+            out = registry.get("sparse_fusion", "t2_triton_unfused", pair)(*mats, v, schedule=s)
+        else:
+            out = t3.prepare(pair, *mats, like=v, schedule=s, executor=tier_executor)(v)
+        _check(out, _reference(pair, mats, b, "float64", ("hub", pair)), pair, mats, "float64",
+               f"{tier_executor} {pair}")
+
+
+@pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4)])
+def test_syncfree_block_sizes(block_rows, num_warps):
+    """Any block size gives the same numbers: one iteration per block (the longest chain of
+    tickets), or blocks wider than a whole level."""
+    for pair in ("sptrsv_sptrsv", "spilu0_sptrsv"):
+        mats, b = _problem(pair)
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "sparse_fusion"),
+                         executor="syncfree", block_rows=block_rows, num_warps=num_warps)
+        _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+               "float64", f"R={block_rows} {pair}")
+
+
+@pytest.mark.parametrize("executor", t3.EXECUTORS)
+def test_one_row(executor):
+    A = sm.poisson2d(1)
+    for pair in PAIRS:
+        mats = operands(pair, A)
+        b = np.array([3.0])
+        v = _vector(b, "float64")
+        out = t3.prepare(pair, *mats, like=v, executor=executor)(v)
+        _check(out, _reference(pair, mats, b, "float64", ("one", pair)), pair, mats, "float64", pair)
+
+
+# ---------------------------------------------------------------- the sync-free ticket order
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), kind=st.sampled_from(fs.KINDS), workers=st.integers(1, 9),
+       R=st.sampled_from([1, 2, 3, 16, 32]), tickets=st.sampled_from(["dag", "schedule"]))
+def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair, kind, workers, R, tickets):
+    """Every iteration in exactly one block of at most R; for every dependence u → v, u's block
+    has a lower ticket than v's (so not the same block: its lanes run at once, and a program
+    only ever waits for programs that already hold a ticket); v's block lists u's among the
+    blocks it waits for, and lists nothing else."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind=kind, workers=workers)
+    blk_ptr, seq, dep_ptr, dep_blk = t3.ticket_blocks(s, mats, R, tickets)
+    n = s.n1 + s.n2
+    assert sorted(seq.tolist()) == list(range(n))
+    sizes = np.diff(blk_ptr)
+    assert blk_ptr[0] == 0 and blk_ptr[-1] == n and sizes.min() >= 1 and sizes.max() <= R
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[seq] = np.repeat(np.arange(len(sizes)), sizes)
+    u, v = sd.joint_dag(pair, *mats).sources()
+    assert (block_of[u] < block_of[v]).all()
+    want = [set() for _ in sizes]
+    for a, b in zip(block_of[u].tolist(), block_of[v].tolist()):
+        want[b].add(a)
+    got = [dep_blk[dep_ptr[t]:dep_ptr[t + 1]].tolist() for t in range(len(sizes))]
+    assert [sorted(w) for w in want] == got
+    if tickets == "dag":     # blocks follow the joint DAG's wavefronts: no more of them than needed
+        level = sd.wavefront_levels(sd.joint_dag(pair, *mats))
+        assert len(sizes) == sum(-(-c // R) for c in np.bincount(level))
+
+
+def test_dag_tickets_keep_the_schedules_order_inside_a_level():
+    """Ties within a wavefront level are broken by the schedule's order, so a block holds
+    iterations the schedule put together (here: a partition of the sparse-fusion schedule)."""
+    mats = operands("sptrsv_spmv", sm.poisson2d(12))
+    s = fs.inspect("sptrsv_spmv", *mats, kind="sparse_fusion", workers=2)
+    _, seq, _, _ = t3.ticket_blocks(s, mats, 8, "dag")
+    level = sd.wavefront_levels(sd.joint_dag("sptrsv_spmv", *mats))
+    pos = np.empty(len(seq), dtype=np.int64)
+    pos[s.order] = np.arange(len(seq))
+    assert (np.diff(level[seq]) >= 0).all()
+    same = np.diff(level[seq]) == 0
+    assert (np.diff(pos[seq])[same] > 0).all()
+
+
+# ---------------------------------------------------------------- launches
+
+class _Counted:
+    """Stands in for a @triton.jit kernel: counts launches, then launches."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_launch_counts(pair, monkeypatch):
+    """t2: one launch per wavefront level of each kernel's own DAG (SpMV: one). t3 levels: one
+    per level of the schedule. t3 sync-free: one, whatever the schedule."""
+    mats, b = _problem(pair, seed=1)
+    x = _vector(b, "float32")
+    rows2, level3, free3 = (_Counted(k) for k in (t2._rows, t3._level, t3._syncfree))
+    monkeypatch.setattr(t2, "_rows", rows2)
+    monkeypatch.setattr(t3, "_level", level3)
+    monkeypatch.setattr(t3, "_syncfree", free3)
+    g1, g2, _ = sd.kernel_dags(pair, *mats)
+    depth = [int(sd.wavefront_levels(g).max()) + 1 for g in (g1, g2)]
+    if pair.startswith("spmv"):
+        assert depth[0] == 1
+    if pair.endswith("spmv"):
+        assert depth[1] == 1
+    getattr(t2, pair)(*mats, x)
+    assert rows2.launches == sum(depth)
+    for kind in ("wavefront", "sparse_fusion"):
+        s = _schedule(pair, mats, kind, seed=1)
+        level3.launches = free3.launches = 0
+        t3.prepare(pair, *mats, like=x, schedule=s, executor="levels")(x)
+        assert (level3.launches, free3.launches) == (int((np.diff(s.level_ptr) > 0).sum()), 0)
+        t3.prepare(pair, *mats, like=x, schedule=s, executor="syncfree")(x)
+        assert free3.launches == 1 and level3.launches == int((np.diff(s.level_ptr) > 0).sum())
+
+
+# ---------------------------------------------------------------- inspector–executor: prepared once, run many times
+
+def test_prepared_runs_new_vectors_and_reuses_its_tables():
+    pair = "spilu0_sptrsv"
+    mats, _ = _problem(pair, seed=2)
+    s = fs.inspect(pair, *mats, workers=3)
+    rng = np.random.default_rng(_seed("prepared"))
+    like = _vector(rng.standard_normal(mats[0].shape[0]), "float64")
+    runs = {"t2": t2.prepare(pair, *mats, like=like, schedule=s),
+            "levels": t3.prepare(pair, *mats, like=like, schedule=s, executor="levels"),
+            "syncfree": t3.prepare(pair, *mats, like=like, schedule=s, executor="syncfree")}
+    for i in range(2):
+        b = rng.standard_normal(mats[0].shape[0])
+        ref = registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b)
+        for name, run in runs.items():
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"{name} call {i}")
+    # the schedule carries what t3 derived from it; the pattern's tables are shared by both tiers
+    assert any(k[0] == "t3_levels" for k in s.cache if isinstance(k, tuple))
+    assert any(k[0] == "t3_syncfree" for k in s.cache if isinstance(k, tuple))
+    assert runs["t2"].tables is runs["levels"].tables is runs["syncfree"].tables
+    cached = dict(s.cache)
+    t3.prepare(pair, *mats, like=like, schedule=s, executor="syncfree")(like)
+    assert all(s.cache[k] is v for k, v in cached.items()) and len(s.cache) == len(cached)
+
+
+def test_the_prepared_vector_must_fit():
+    mats, b = _problem("sptrsv_spmv")
+    run = t3.prepare("sptrsv_spmv", *mats, like=_vector(b, "float64"))
+    with pytest.raises(ValueError, match=r"the vector must have shape \(36,\), got \(35,\)"):
+        run(_vector(b[:-1], "float64"))
+    with pytest.raises(ValueError, match="the vector is torch.float32 on .+, but this runner was prepared for "
+                                         "torch.float64"):
+        run(_vector(b, "float32"))
+
+
+# ---------------------------------------------------------------- options
+
+def test_executor_options():
+    mats, b = _problem("sptrsv_spmv")
+    x = _vector(b, "float64")
+    with pytest.raises(ValueError, match="executor must be one of levels, syncfree or None, got 'fast'"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
+    with pytest.raises(ValueError, match="tickets must be 'dag' or 'schedule', got 'random'"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, tickets="random")
+    with pytest.raises(ValueError, match="block_rows must be a power of two from 1 to 128, got 24"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, block_rows=24)
+    with pytest.raises(ValueError, match="num_warps must be 1, 2, 4 or 8, got 3"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, num_warps=3)
+    with pytest.raises(TypeError):
+        t3.sptrsv_spmv(*mats, x, executor="levels")   # same signature in every tier: choose through prepare
+    s = _schedule("sptrsv_spmv", mats, "wavefront")
+    assert t3.executor_rule(torch.device("cpu"), s) == "levels"
+    assert t3.executor_rule(torch.device("cuda"), s) in t3.EXECUTORS
+
+
+def test_t2_checks_the_schedule_it_does_not_follow():
+    mats, b = _problem("sptrsv_spmv")
+    with pytest.raises(ValueError, match="schedule was inspected for the pair 'spmv_sptrsv'"):
+        t2.sptrsv_spmv(*mats, _vector(b, "float32"), schedule=fs.inspect("spmv_sptrsv", mats[1], mats[0]))

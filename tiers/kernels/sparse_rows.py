@@ -1,0 +1,385 @@
+"""Building blocks of the Triton tiers of sparse fusion (tiers/t2_triton_unfused/sparse_fusion.py,
+tiers/t3_triton_fused/sparse_fusion.py): one *iteration* — one row of one kernel — done for a
+vector of R independent iterations at once, the index tables that describe the iterations, and
+what both tiers do around a launch.
+
+Both tiers run t0's row algorithms (tiers/t0_numpy/sparse_fusion.py) in two shapes of work,
+read from tables that the host builds once per sparsity pattern and that hold *positions*, not
+values:
+
+  affine row (SpMV, SpTRSV)    dst = (rhs + σ · Σ_e VAL[val_e] · VEC[vec_e]) / VAL[diag]
+      SpMV    y_i = Σ_j a_ij x_j                    σ = +1, no rhs, no divisor
+      SpTRSV  x_i = (b_i − Σ_{j≠i} t_ij x_j) / t_ii   σ = −1, rhs b_i, divisor t_ii (none if unit)
+  factor row (ILU(0), IC(0)), in place on the factor's values, one *step* per entry of the row,
+  in increasing column (tiers/sparse_dags.py lists the pairs each step touches):
+      ILU, IKJ     for k < i:  a_ik ← a_ik / u_kk;  a_ij ← a_ij − a_ik · u_kj  (j > k in both rows)
+      IC, up-looking  for j ≤ i:  s = a_ij − Σ_k l_ik · l_jk  (k < j in both rows);
+                                 l_ij = s / l_jj,  or l_ii = √s on the diagonal
+
+VAL is one buffer holding the values of every matrix of the pair (or the factor being computed)
+and VEC one buffer holding the input vector and both outputs, so an iteration of either kernel
+is "read these positions, write that one": a fused launch needs a branch per shape of work, not
+per kernel. Loads of what other iterations write go through L2 (`.cg`): in the sync-free kernel
+another SM may have written it a moment ago, and L1 is not coherent across SMs.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import triton
+import triton.language as tl
+
+from tiers import sparse_dags as dags
+
+AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
+
+
+@triton.jit
+def _div(a, b):
+    """a / b rounded as IEEE says (Triton's `/` on float32 is a faster, 2-ulp division)."""
+    if a.dtype == tl.float32:
+        return tl.div_rn(a, b)
+    else:
+        return a / b
+
+
+@triton.jit
+def _sqrt(a):
+    if a.dtype == tl.float32:
+        return tl.sqrt_rn(a)
+    else:
+        return tl.sqrt(a)
+
+
+@triton.jit
+def affine_fetch(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL,
+                 STATIC: tl.constexpr, CHUNK: tl.constexpr):
+    """Everything an affine iteration reads that no other iteration writes: where its entries
+    are, its first CHUNK positions, and — when VAL is STATIC (no factor is being computed) —
+    their values and the divisor. The sync-free executor loads these *before* it waits, so
+    that after the wait only the vector entries remain to be read."""
+    start = tl.load(ENT_PTR + v, mask=ok, other=0)
+    end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    e = start[:, None] + tl.arange(0, CHUNK)[None, :]
+    m = ok[:, None] & (e < end[:, None])
+    px = tl.load(ENT_VEC + e, mask=m, other=0)
+    pv = tl.load(ENT_VAL + e, mask=m, other=0)
+    rhs_at = tl.load(RHS + v, mask=ok, other=-1)
+    diag_at = tl.load(DIAG + v, mask=ok, other=-1)
+    sign = tl.load(SIGN + v, mask=ok, other=0).to(VAL.dtype.element_ty)
+    dst = tl.load(DST + v, mask=ok, other=0)
+    if STATIC:
+        a = tl.load(VAL + pv, mask=m, other=0.0)
+        d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0)
+    else:
+        a = tl.zeros(pv.shape, dtype=VAL.dtype.element_ty)
+        d = tl.zeros(v.shape, dtype=VAL.dtype.element_ty)
+    return start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst
+
+
+@triton.jit
+def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                  STATIC: tl.constexpr, CHUNK: tl.constexpr):
+    """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read; entries past the first CHUNK are
+    walked CHUNK at a time, so a row of thousands of non-zeros (a power-law hub) only takes
+    more trips round the loop."""
+    if not STATIC:
+        a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
+        d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
+    x = tl.load(VEC + px, mask=m, other=0.0, cache_modifier=".cg")
+    acc = tl.sum(a * x, 1)
+    for c in range(CHUNK, tl.max(end - start, 0), CHUNK):
+        e = start[:, None] + c + tl.arange(0, CHUNK)[None, :]
+        me = ok[:, None] & (e < end[:, None])
+        ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
+        xe = tl.load(VEC + tl.load(ENT_VEC + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
+        acc += tl.sum(ae * xe, 1)
+    rhs = tl.load(VEC + rhs_at, mask=ok & (rhs_at >= 0), other=0.0, cache_modifier=".cg")
+    tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
+
+
+@triton.jit
+def affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC,
+                STATIC: tl.constexpr, CHUNK: tl.constexpr):
+    """Affine iterations v[ok] (an [R] vector), fetched and finished in one go."""
+    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+        v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, STATIC, CHUNK)
+    affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                  STATIC, CHUNK)
+
+
+@triton.jit
+def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
+                FACTOR: tl.constexpr, CHUNK: tl.constexpr):
+    """ILU(0) (FACTOR = 1) or IC(0) (FACTOR = 2) rows v[ok] in place on VAL, their steps in
+    lockstep across the R lanes. Step s of a row handles its s-th entry p = ENT_VAL[e]:
+
+      ILU  p = (i, k):  a_p ← a_p / VAL[aux]  (aux: u_kk),  then VAL[UPD_A[t]] −= a_p · VAL[UPD_B[t]]
+      IC   p = (i, j):  a_p ← (a_p − Σ_t VAL[UPD_A[t]] · VAL[UPD_B[t]]) / VAL[aux]  (aux: l_jj),
+                        or √(a_p − Σ …) on the diagonal (aux = −1)
+
+    with t over UPD_PTR[p]..UPD_PTR[p+1] (tiers/sparse_dags.py builds both lists). A step writes
+    entries of its row that the next step reads, so every step ends at a barrier: afterwards
+    the whole program sees the row as it now is. Lanes never touch each other's rows: the
+    executors only put independent iterations side by side."""
+    start = tl.load(ENT_PTR + v, mask=ok, other=0)
+    end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    for s in range(0, tl.max(end - start, 0)):
+        e = start + s
+        m = ok & (e < end)
+        p = tl.load(ENT_VAL + e, mask=m, other=0)
+        aux = tl.load(ENT_AUX + e, mask=m, other=-1)
+        u0 = tl.load(UPD_PTR + p, mask=m, other=0)
+        u1 = tl.load(UPD_PTR + p + 1, mask=m, other=0)
+        a_p = tl.load(VAL + p, mask=m, other=0.0, cache_modifier=".cg")
+        pivot = tl.load(VAL + aux, mask=m & (aux >= 0), other=1.0, cache_modifier=".cg")
+        if FACTOR == 1:
+            lik = _div(a_p, pivot)
+            tl.store(VAL + p, lik, mask=m)
+            for c in range(0, tl.max(u1 - u0, 0), CHUNK):
+                q = u0[:, None] + c + tl.arange(0, CHUNK)[None, :]
+                mm = m[:, None] & (q < u1[:, None])
+                tgt = tl.load(UPD_A + q, mask=mm, other=0)
+                src = tl.load(UPD_B + q, mask=mm, other=0)
+                a = tl.load(VAL + tgt, mask=mm, other=0.0, cache_modifier=".cg")
+                b = tl.load(VAL + src, mask=mm, other=0.0, cache_modifier=".cg")
+                tl.store(VAL + tgt, a - lik[:, None] * b, mask=mm)
+        else:
+            acc = tl.zeros_like(a_p)
+            for c in range(0, tl.max(u1 - u0, 0), CHUNK):
+                q = u0[:, None] + c + tl.arange(0, CHUNK)[None, :]
+                mm = m[:, None] & (q < u1[:, None])
+                a = tl.load(VAL + tl.load(UPD_A + q, mask=mm, other=0), mask=mm, other=0.0, cache_modifier=".cg")
+                b = tl.load(VAL + tl.load(UPD_B + q, mask=mm, other=0), mask=mm, other=0.0, cache_modifier=".cg")
+                acc += tl.sum(a * b, 1)
+            rest = a_p - acc
+            # a non-positive pivot is stored as it is, for the wrapper to report after the run
+            root = _sqrt(tl.where((aux < 0) & (rest > 0), rest, 1.0))
+            tl.store(VAL + p, tl.where(aux >= 0, _div(rest, pivot), tl.where(rest > 0, root, rest)), mask=m)
+        tl.debug_barrier()
+
+
+@triton.jit
+def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
+               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr):
+    """Iterations v[ok] of either kernel of a pair (KIND[v]: 0 affine, else a factor row); they
+    must be independent of each other. FACTOR (0, ILU, IC) says which factor rows the pair has;
+    without one, VAL never changes during the run."""
+    if FACTOR != 0:
+        fac = tl.load(KIND + v, mask=ok, other=0) != 0
+        factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+        affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK)
+    else:
+        affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, True, CHUNK)
+
+
+# ---------------------------------------------------------------- the tables, built on the host
+
+@dataclass(frozen=True, eq=False)
+class RowTables:
+    """Everything the kernels above need to run a pair's iterations, as int32 NumPy arrays
+    indexed by joint iteration v (kernel 1's rows 0..n1−1, kernel 2's n1..n1+n2−1) or by
+    entry. Built once per pair and sparsity pattern; values are not in here.
+
+    VAL = the matrices' values one after another, in the order of `val_from` (for ILU(0)/IC(0)
+    the factor, initialised with A's values or tril(A)'s); VEC = [input vector, output 1,
+    output 2] (factor pairs: [b, x]), each n long."""
+    pair: str
+    n1: int
+    n2: int
+    factor: int                 # 0, ILU or IC: the kind of kernel 1's rows
+    kind: np.ndarray            # [n] 0 affine, ILU or IC
+    ent_ptr: np.ndarray         # [n+1] entries of iteration v: ent_ptr[v]..ent_ptr[v+1]
+    ent_val: np.ndarray         # [E] position in VAL (affine: a_ij; factor: the entry p itself)
+    ent_aux: np.ndarray         # [E] affine: position in VEC of x_j; factor: pivot position in VAL or −1
+    upd_ptr: np.ndarray         # factor pairs: per VAL position p, its pairs upd_ptr[p]..upd_ptr[p+1]
+    upd_a: np.ndarray
+    upd_b: np.ndarray
+    rhs: np.ndarray             # [n] position in VEC of the right-hand side, or −1
+    diag: np.ndarray            # [n] position in VAL of the divisor, or −1 (divide by 1)
+    sign: np.ndarray            # [n] +1 (SpMV) or −1 (solves)
+    dst: np.ndarray             # [n] position in VEC of the result
+    val_from: tuple             # (matrix index, positions taken from its values or None: all) per VAL part
+    vec_len: int
+    out_at: tuple               # VEC offsets of the vector results
+    pivot_at: np.ndarray        # factor pairs: position in VAL of row i's pivot u_ii or l_ii
+    factor_pattern: tuple       # factor pairs: (indptr, indices) of the factor, A's or tril(A)'s
+
+    ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst")
+
+    def values(self, matrices) -> np.ndarray:
+        """VAL for one call, from the canonical CSR matrices the tables were built for."""
+        parts = [matrices[i].data if at is None else matrices[i].data[at] for i, at in self.val_from]
+        return np.concatenate(parts) if len(parts) > 1 else np.array(parts[0])
+
+
+def _affine(M, mode, val_at, vec_in, vec_rhs, vec_out):
+    """Affine rows of one kernel on canonical CSR M: "spmv" (all entries, σ = +1), "solve"
+    (off-diagonal entries, σ = −1, divide by the stored diagonal) or "unit" (strictly lower
+    entries, σ = −1, unit diagonal)."""
+    n = M.shape[0]
+    rows, cols = dags.row_ids(M.indptr), M.indices
+    keep = {"spmv": np.ones(len(cols), bool), "solve": cols != rows, "unit": cols < rows}[mode]
+    pos = np.flatnonzero(keep)
+    i = np.arange(n, dtype=np.int64)
+    return dict(
+        kind=np.zeros(n, np.int64), count=np.bincount(rows[pos], minlength=n),
+        ent_val=val_at + pos, ent_aux=vec_in + cols[pos],
+        rhs=np.full(n, -1) if mode == "spmv" else vec_rhs + i,
+        diag=val_at + dags.diag_positions(M.indptr, cols) if mode == "solve" else np.full(n, -1),
+        sign=np.full(n, 1 if mode == "spmv" else -1), dst=vec_out + i)
+
+
+def _factor(S, factor):
+    """Factor rows from tiers/sparse_dags.py's ILU0Structure (steps: the strictly lower entries)
+    or IC0Structure (steps: every entry of the row of tril(A), the diagonal last)."""
+    n, ip, ix = S.n, S.indptr, S.indices
+    rows = dags.row_ids(ip)
+    pos = np.flatnonzero(ix < rows) if factor == ILU else np.arange(len(ix))
+    piv = S.diag[ix[pos]]
+    if factor == IC:
+        piv = np.where(ix[pos] < rows[pos], piv, -1)
+        ptr, a, b = S.pair_ptr, S.pair_left, S.pair_right
+    else:
+        ptr, a, b = S.upd_ptr, S.upd_target, S.upd_source
+    none = np.full(n, -1)
+    return dict(kind=np.full(n, factor), count=np.bincount(rows[pos], minlength=n), ent_val=pos, ent_aux=piv,
+                rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
+
+
+def row_tables(pair: str, *matrices) -> RowTables:
+    """The tables of `pair` on canonical CSR `matrices` (tiers/sparse_dags.py: csr())."""
+    dags.check_pair(pair)
+    M = matrices
+    n = M[0].shape[0]
+    upd = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    factor, pivot_at, pattern = 0, np.zeros(0, np.int64), ()
+    if pair == "sptrsv_spmv":          # VAL [L, A], VEC [b, x, y]
+        k1 = _affine(M[0], "solve", 0, n, 0, n)
+        k2 = _affine(M[1], "spmv", M[0].nnz, n, -1, 2 * n)
+        val_from, out_at = ((0, None), (1, None)), (n, 2 * n)
+    elif pair == "spmv_sptrsv":        # VAL [A, L], VEC [x, y, z]
+        k1 = _affine(M[0], "spmv", 0, 0, -1, n)
+        k2 = _affine(M[1], "solve", M[0].nnz, 2 * n, n, 2 * n)
+        val_from, out_at = ((0, None), (1, None)), (n, 2 * n)
+    elif pair == "sptrsv_sptrsv":      # VAL [L, U], VEC [b, y, x]
+        k1 = _affine(M[0], "solve", 0, n, 0, n)
+        k2 = _affine(M[1], "solve", M[0].nnz, 2 * n, n, 2 * n)
+        val_from, out_at = ((0, None), (1, None)), (n, 2 * n)
+    elif pair == "spilu0_sptrsv":      # VAL [LU], VEC [b, x]
+        factor = ILU
+        S = dags.ilu0_symbolic(M[0])
+        k1, upd, pivot_at, pattern = *_factor(S, ILU), S.diag, (S.indptr, S.indices)
+        k2 = _affine(M[0], "unit", 0, n, 0, n)
+        val_from, out_at = ((0, None),), (n,)
+    else:                              # spic0_sptrsv: VAL [Lc on tril(A)], VEC [b, x]
+        factor = IC
+        T = dags.csr(sp.tril(M[0], format="csr"))
+        S = dags.ic0_symbolic(T)
+        k1, upd, pivot_at, pattern = *_factor(S, IC), S.diag, (S.indptr, S.indices)
+        k2 = _affine(T, "solve", 0, n, 0, n)
+        val_from, out_at = ((0, np.flatnonzero(M[0].indices <= dags.row_ids(M[0].indptr))),), (n,)
+    n2 = len(k2["dst"])
+    cat = {k: np.concatenate([k1[k], k2[k]]) for k in k1}
+    ent_ptr = np.zeros(n + n2 + 1, np.int64)
+    np.cumsum(cat.pop("count"), out=ent_ptr[1:])
+    i32 = {k: np.ascontiguousarray(v, dtype=np.int32) for k, v in cat.items()}
+    return RowTables(pair, n, n2, factor, ent_ptr=ent_ptr.astype(np.int32),
+                     upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32),
+                     upd_b=upd[2].astype(np.int32), val_from=val_from,
+                     vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
+                     factor_pattern=pattern, **i32)
+
+
+# ---------------------------------------------------------------- what both Triton tiers do around a launch
+
+def cached(schedule, key, build):
+    """schedule.cache[key], built once: a schedule reused across calls carries what an
+    executor derives from it (host arrays and their device copies)."""
+    if key not in schedule.cache:
+        schedule.cache[key] = build()
+    return schedule.cache[key]
+
+
+_PATTERNS: dict = {}
+
+
+def pattern_cached(problem, key, build, keep: int = 4):
+    """What depends on the pair and sparsity pattern only (not on a schedule), built once per
+    (pair, fingerprint, key); the last `keep` patterns are kept."""
+    entry = (problem.pair, problem.fingerprint)
+    if entry not in _PATTERNS:
+        while len(_PATTERNS) >= keep:
+            _PATTERNS.pop(next(iter(_PATTERNS)))
+        _PATTERNS[entry] = {}
+    store = _PATTERNS[entry]
+    if key not in store:
+        store[key] = build()
+    return store[key]
+
+
+def to_device(arrays: dict, device) -> dict:
+    return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
+
+
+def device_tables(problem, device) -> tuple:
+    """(host RowTables, their arrays on `device`), built once per pattern and device."""
+    tables = pattern_cached(problem, "row_tables", lambda: row_tables(problem.pair, *problem.matrices))
+    dev = pattern_cached(problem, ("row_tables", str(device)),
+                         lambda: to_device({k: getattr(tables, k) for k in RowTables.ARRAYS}, device))
+    return tables, dev
+
+
+def table_args(dev) -> list:
+    """The table tensors in the order the kernels take them (KIND … DST)."""
+    return [dev[k] for k in RowTables.ARRAYS]
+
+
+def default_schedule(problem, kind="wavefront"):
+    """The schedule used when none is given: inspected once per pattern."""
+    from tiers.fusion_schedules import inspect
+
+    return pattern_cached(problem, ("schedule", kind), lambda: inspect(problem.pair, *problem.matrices, kind=kind))
+
+
+def new_vector(tables, vector, values):
+    """VEC for one call: the input vector, then room for the outputs (NaN under TIERS_POISON).
+    A prepared runner takes vectors like the one it was prepared for: same length, dtype and
+    device as its values."""
+    from tiers.buffers import empty
+
+    n = tables.n1
+    if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
+        raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
+    if vector.dtype != values.dtype or vector.device != values.device:
+        raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
+                         f"{values.dtype} on {values.device}")
+    vec = empty((tables.vec_len,), dtype=vector.dtype, device=vector.device)
+    vec[:n].copy_(vector)
+    return vec
+
+
+def results(tables, problem, val, vec):
+    """The pair's two results from VAL and VEC. For ILU(0)/IC(0) the factor comes first, as a
+    torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's, and its pivots are checked
+    before (one device-to-host read): a kernel cannot raise, so a breakdown is reported here,
+    for the lowest row where it happened — the row t0 stops at (later bad pivots descend from
+    it)."""
+    n = problem.n
+    outs = tuple(vec[at:at + n] for at in tables.out_at)
+    if not tables.factor:
+        return outs
+    pivot_at, indptr, indices = pattern_cached(problem, ("factor", str(val.device)), lambda: tuple(
+        torch.from_numpy(np.asarray(a, dtype=np.int64)).to(val.device)
+        for a in (tables.pivot_at, *tables.factor_pattern)))
+    pivots = val[pivot_at]
+    bad = ~torch.isfinite(pivots) | ((pivots <= 0) if tables.factor == IC else (pivots == 0))
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        if tables.factor == ILU:
+            raise ValueError(f"ILU(0) breaks down in row {i}: pivot U[{i},{i}] = {float(pivots[i])} "
+                             "(the incomplete factorisation does not exist for this matrix)")
+        raise ValueError(f"IC(0) breaks down in row {i}: pivot a_ii − Σ l_ik² = {float(pivots[i])} is not positive "
+                         "(the incomplete Cholesky factor does not exist for this matrix)")
+    return (torch.sparse_csr_tensor(indptr, indices, val, size=(n, n)),) + outs

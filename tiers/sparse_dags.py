@@ -1,0 +1,354 @@
+"""Dependence DAGs of the sparse-fusion kernel pairs, and the symbolic structure of ILU(0)/IC(0).
+
+One iteration of a kernel is one row. What row i reads decides what it waits for:
+
+    SpMV      y_i = Σ_j A_ij x_j                           needs nothing of its own kernel
+    SpTRSV    x_i = (b_i − Σ_{j≠i} T_ij x_j) / T_ii         needs x_j for every off-diagonal T_ij
+              (lower T: j < i, so rows run upwards in index; upper T: j > i, downwards)
+    SpILU0    row i of L\\U, row-wise IKJ on A's pattern:
+                for k < i in row i, increasing:  a_ik /= a_kk
+                                                 a_ij −= a_ik · a_kj   for j > k with (i,j), (k,j) in the pattern
+              needs rows k < i of its pattern finished
+    SpIC0     row i of Lc on tril(A)'s pattern, up-looking:
+                for j < i in row i, increasing:  l_ij = (a_ij − Σ_{k<j} l_ik l_jk) / l_jj
+                                                 l_ii = √(a_ii − Σ_{k<i} l_ik²)
+              (sums over k in both rows' patterns) needs rows j < i of its pattern finished
+
+A DAG is stored CSR-like: iteration v depends on idx[ptr[v]:ptr[v+1]]. For a pair, the joint
+DAG numbers kernel 1's iterations 0..n1−1 and kernel 2's n1..n1+n2−1; kernel 2's row i also
+depends on the kernel-1 rows whose results it reads:
+
+    sptrsv_spmv    y = A·(L⁻¹b):  y_i needs x_j for every j in row i of A
+    spmv_sptrsv    z = L⁻¹(A·x):  z_i needs y_i
+    sptrsv_sptrsv  x = U⁻¹(L⁻¹b): x_i needs y_i
+    spilu0_sptrsv  x = L⁻¹b with L from ILU(0):  x_i needs factor row i
+    spic0_sptrsv   x = Lc⁻¹b with Lc from IC(0): x_i needs factor row i
+
+Everything here works on canonical CSR patterns (sorted indices, no duplicates) and is
+vectorised NumPy: building the DAGs and ILU(0)/IC(0) update lists of a million-row matrix
+takes about a second.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    matrices: tuple     # argument names of the matrices, in call order
+    kernels: tuple      # (kernel 1, kernel 2)
+    vector: str         # name of the vector argument
+    outputs: tuple      # names of the two results
+
+
+PAIRS: dict[str, PairSpec] = {
+    "sptrsv_spmv": PairSpec(("L", "A"), ("sptrsv_lower", "spmv"), "b", ("x", "y")),
+    "spmv_sptrsv": PairSpec(("A", "L"), ("spmv", "sptrsv_lower"), "x", ("y", "z")),
+    "sptrsv_sptrsv": PairSpec(("L", "U"), ("sptrsv_lower", "sptrsv_upper"), "b", ("y", "x")),
+    "spilu0_sptrsv": PairSpec(("A",), ("spilu0", "sptrsv_unit_lower"), "b", ("LU", "x")),
+    "spic0_sptrsv": PairSpec(("A",), ("spic0", "sptrsv_lower"), "b", ("Lc", "x")),
+}
+PAIR_NAMES = tuple(PAIRS)
+
+
+def check_pair(pair) -> PairSpec:
+    if pair not in PAIRS:
+        raise ValueError(f"unknown kernel pair {pair!r}; pairs: {', '.join(PAIRS)}")
+    return PAIRS[pair]
+
+
+# ---------------------------------------------------------------- CSR helpers
+
+def csr(M) -> sp.csr_matrix:
+    """M as canonical CSR (sorted indices, duplicates summed) with int64 index arrays; M itself
+    is never modified."""
+    C = sp.csr_matrix(M, copy=True)
+    C.sum_duplicates()          # also sorts the indices
+    C.indptr = C.indptr.astype(np.int64, copy=False)
+    C.indices = C.indices.astype(np.int64, copy=False)
+    return C
+
+
+def row_ids(indptr) -> np.ndarray:
+    """The row of every stored entry."""
+    return np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+
+
+def expand_ranges(starts, stops) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, value): for each range r, the integers starts[r]..stops[r]−1, owner = r;
+    concatenated in range order without a Python loop."""
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.maximum(np.asarray(stops, dtype=np.int64) - starts, 0)
+    owner = np.repeat(np.arange(len(starts), dtype=np.int64), lens)
+    first = np.cumsum(lens) - lens                 # where each range begins in the output
+    return owner, np.arange(int(lens.sum()), dtype=np.int64) - first[owner] + starts[owner]
+
+
+def diag_positions(indptr, indices) -> np.ndarray:
+    """Position of entry (i, i) in each row, −1 when it is not stored."""
+    n = len(indptr) - 1
+    rows = row_ids(indptr)
+    pos = np.full(n, -1, dtype=np.int64)
+    on = np.flatnonzero(indices == rows)
+    pos[rows[on]] = on
+    return pos
+
+
+def _lookup(indptr, indices, n, rows, cols) -> np.ndarray:
+    """Position of each (rows[t], cols[t]) in the pattern, −1 when absent (one searchsorted on
+    the row-major keys, which canonical CSR stores sorted)."""
+    keys = row_ids(indptr) * n + indices
+    want = np.asarray(rows, dtype=np.int64) * n + np.asarray(cols, dtype=np.int64)
+    at = np.searchsorted(keys, want)
+    at_c = np.minimum(at, max(len(keys) - 1, 0))
+    found = (at < len(keys)) & (keys[at_c] == want) if len(keys) else np.zeros(len(want), bool)
+    return np.where(found, at_c, -1)
+
+
+# ---------------------------------------------------------------- DAGs
+
+@dataclass(frozen=True, eq=False)
+class DAG:
+    """Iteration v depends on idx[ptr[v]:ptr[v+1]]. For a pair's joint DAG, ids < n1 are
+    kernel 1's rows and ids ≥ n1 kernel 2's (row v − n1); a single kernel's DAG has n2 = 0."""
+    ptr: np.ndarray
+    idx: np.ndarray
+    n1: int
+    n2: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.n1 + self.n2
+
+    @property
+    def edges(self) -> int:
+        return len(self.idx)
+
+    def sources(self) -> tuple[np.ndarray, np.ndarray]:
+        """(u, v) for every dependence u → v (v needs u)."""
+        return self.idx, row_ids(self.ptr)
+
+    def describe(self, v: int) -> str:
+        v = int(v)
+        return f"kernel 1 row {v}" if v < self.n1 else f"kernel 2 row {v - self.n1}"
+
+
+def dag_from_edges(u, v, n1, n2=0) -> DAG:
+    """DAG from dependences u[t] → v[t] (v needs u), grouped by v, each group sorted by u."""
+    n = n1 + n2
+    order = np.lexsort((u, v))
+    u, v = np.asarray(u, np.int64)[order], np.asarray(v, np.int64)[order]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(v, minlength=n), out=ptr[1:])
+    return DAG(ptr, u, n1, n2)
+
+
+def kernel_dag(kernel: str, M) -> DAG:
+    """Dependences among the rows of one kernel on matrix M (see the module docstring)."""
+    M = csr(M)
+    n = M.shape[0]
+    rows, cols = row_ids(M.indptr), M.indices
+    if kernel == "spmv":
+        keep = np.zeros(len(cols), dtype=bool)
+    elif kernel in ("sptrsv_lower", "sptrsv_upper"):
+        keep = cols != rows
+    elif kernel in ("spilu0", "spic0", "sptrsv_unit_lower"):
+        keep = cols < rows
+    else:
+        raise ValueError(f"unknown kernel {kernel!r}")
+    return dag_from_edges(cols[keep], rows[keep], n)
+
+
+def _kernel_matrices(pair, mats):
+    """The matrix each kernel of the pair iterates over (IC(0) and its solve only see tril(A))."""
+    if pair in ("spilu0_sptrsv",):
+        return mats[0], mats[0]
+    if pair == "spic0_sptrsv":
+        T = sp.tril(mats[0], format="csr")
+        return T, T
+    return mats[0], mats[1]
+
+
+def inter_dependences(pair: str, *matrices) -> tuple[np.ndarray, np.ndarray]:
+    """(u, i): kernel-2 row i needs kernel-1 row u."""
+    check_pair(pair)
+    mats = [csr(M) for M in matrices]
+    if pair == "sptrsv_spmv":
+        A = mats[1]
+        return A.indices.copy(), row_ids(A.indptr)
+    n2 = _kernel_matrices(pair, mats)[1].shape[0]
+    i = np.arange(n2, dtype=np.int64)
+    return i, i.copy()
+
+
+def kernel_dags(pair: str, *matrices) -> tuple[DAG, DAG, tuple[np.ndarray, np.ndarray]]:
+    """(DAG of kernel 1, DAG of kernel 2, inter-kernel dependences (u, i))."""
+    spec = check_pair(pair)
+    mats = [csr(M) for M in matrices]
+    M1, M2 = _kernel_matrices(pair, mats)
+    return kernel_dag(spec.kernels[0], M1), kernel_dag(spec.kernels[1], M2), inter_dependences(pair, *mats)
+
+
+def joint_dag(pair: str, *matrices) -> DAG:
+    """The pair's iterations as one DAG: kernel 1's rows are 0..n1−1, kernel 2's n1..n1+n2−1."""
+    g1, g2, (u, i) = kernel_dags(pair, *matrices)
+    u1, v1 = g1.sources()
+    u2, v2 = g2.sources()
+    n1 = g1.n1
+    return dag_from_edges(np.concatenate([u1, u2 + n1, u]), np.concatenate([v1, v2 + n1, i + n1]), n1, g2.n1)
+
+
+def joint_cost(pair: str, *matrices) -> np.ndarray:
+    """Cost of each joint iteration: the stored entries of the row it reads (its matrix row;
+    for the solve after ILU(0), the strictly lower part plus one)."""
+    spec = check_pair(pair)
+    mats = [csr(M) for M in matrices]
+    M1, M2 = _kernel_matrices(pair, mats)
+    c1 = np.diff(M1.indptr)
+    if spec.kernels[1] == "sptrsv_unit_lower":
+        c2 = np.diff(kernel_dag("sptrsv_unit_lower", M2).ptr) + 1
+    else:
+        c2 = np.diff(M2.indptr)
+    return np.maximum(np.concatenate([c1, c2]), 1).astype(np.int64)
+
+
+def reuse_ratio(pair: str, *matrices) -> float:
+    """How much of what kernel 2 reads kernel 1 also touches, over what only kernel 2 reads
+    (counted in array elements read; the solve's own output is not counted):
+
+        sptrsv_spmv    x_j read by SpMV (nnz A)         / A's values (nnz A)          = 1
+        spmv_sptrsv    y_i (n)                          / L's values (nnz L)          < 1
+        sptrsv_sptrsv  y_i (n)                          / U's values (nnz U)          < 1
+        spilu0_sptrsv  the factor's strict lower part   / b (n)                       > 1 usually
+        spic0_sptrsv   the factor Lc (nnz tril A)       / b (n)
+
+    Above 1 the two kernels share most of their data and iterations are packed interleaved;
+    otherwise separated (the Sympiler sparse-fusion rule)."""
+    check_pair(pair)
+    mats = [csr(M) for M in matrices]
+    if pair == "sptrsv_spmv":
+        return float(mats[1].nnz) / max(mats[1].nnz, 1)
+    if pair in ("spmv_sptrsv", "sptrsv_sptrsv"):
+        return mats[1].shape[0] / max(mats[1].nnz, 1)
+    A = mats[0]
+    rows = row_ids(A.indptr)
+    shared = int((A.indices < rows).sum()) if pair == "spilu0_sptrsv" else int((A.indices <= rows).sum())
+    return shared / max(A.shape[0], 1)
+
+
+def wavefront_levels(dag: DAG) -> np.ndarray:
+    """Level of every iteration: 0 without dependences, else 1 + the largest level among them
+    (the longest path from a source). Kahn's algorithm one frontier at a time: each step is a
+    few NumPy calls over the frontier's successors, so the cost is O(edges) plus O(levels)
+    calls. Raises ValueError on a cycle."""
+    n = dag.n
+    u, v = dag.sources()
+    indeg = np.diff(dag.ptr).astype(np.int64)
+    by_src = np.argsort(u, kind="stable")
+    succ = v[by_src]
+    sptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(u, minlength=n), out=sptr[1:])
+    level = np.full(n, -1, dtype=np.int64)
+    frontier = np.flatnonzero(indeg == 0)
+    lvl = 0
+    while frontier.size:
+        level[frontier] = lvl
+        _, at = expand_ranges(sptr[frontier], sptr[frontier + 1])
+        if at.size == 0:
+            break
+        touched, count = np.unique(succ[at], return_counts=True)
+        indeg[touched] -= count
+        frontier = touched[indeg[touched] == 0]
+        lvl += 1
+    if (level < 0).any():
+        v0 = int(np.flatnonzero(level < 0)[0])
+        raise ValueError(f"the dependences form a cycle through {dag.describe(v0)}")
+    return level
+
+
+# ---------------------------------------------------------------- ILU(0) and IC(0) symbolic structure
+
+@dataclass(frozen=True, eq=False)
+class ILU0Structure:
+    """ILU(0) on A's pattern, row-wise IKJ, with every search done once here.
+
+    For row i, its strictly lower entries are positions indptr[i]..diag[i]−1 (k increasing).
+    Processing entry p = (i, k):   a[p] /= a[diag[k]]
+                                   a[target[t]] −= a[p] · a[source[t]]   for t in upd_ptr[p]..upd_ptr[p+1]−1
+    where the pairs (target, source) = ((i, j), (k, j)) for every j > k with both in the pattern,
+    in increasing j."""
+    n: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    diag: np.ndarray
+    upd_ptr: np.ndarray
+    upd_target: np.ndarray
+    upd_source: np.ndarray
+
+    @property
+    def lower_count(self) -> np.ndarray:
+        return self.diag - self.indptr[:-1]
+
+
+def ilu0_symbolic(A) -> ILU0Structure:
+    """Requires every diagonal entry stored (the validation layer checks it first)."""
+    A = csr(A)
+    n, ip, ix = A.shape[0], A.indptr, A.indices
+    diag = diag_positions(ip, ix)
+    if (diag < 0).any():
+        raise ValueError(f"A has no stored diagonal entry in row {int(np.flatnonzero(diag < 0)[0])}")
+    rows = row_ids(ip)
+    lower = np.flatnonzero(ix < rows)                            # entries (i, k), k < i
+    owner, src = expand_ranges(diag[ix[lower]] + 1, ip[ix[lower] + 1])   # (k, j), j > k
+    p = lower[owner]
+    tgt = _lookup(ip, ix, n, rows[p], ix[src])
+    ok = tgt >= 0
+    p, src, tgt = p[ok], src[ok], tgt[ok]
+    upd_ptr = np.zeros(len(ix) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(p, minlength=len(ix)), out=upd_ptr[1:])
+    return ILU0Structure(n, ip, ix, diag, upd_ptr, tgt, src)
+
+
+@dataclass(frozen=True, eq=False)
+class IC0Structure:
+    """IC(0) on tril(A)'s pattern (indptr, indices of tril(A); the diagonal is last in its row).
+
+    Entry p = (i, j), j ≤ i, taken in increasing j within row i:
+        s = Σ_t l[left[t]] · l[right[t]]   over t in pair_ptr[p]..pair_ptr[p+1]−1
+        l[p] = (a[p] − s) / l[diag[j]]  if j < i,   l[p] = √(a[p] − s)  if j = i
+    with (left, right) = ((i, k), (j, k)) for every k < j in both rows (for j = i: ((i,k), (i,k)))."""
+    n: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    diag: np.ndarray
+    pair_ptr: np.ndarray
+    pair_left: np.ndarray
+    pair_right: np.ndarray
+
+
+def ic0_symbolic(A) -> IC0Structure:
+    """Reads only tril(A). Requires every diagonal entry stored."""
+    T = csr(sp.tril(csr(A), format="csr"))
+    n, ip, ix = T.shape[0], T.indptr, T.indices
+    diag = diag_positions(ip, ix)
+    if (diag < 0).any():
+        raise ValueError(f"A has no stored diagonal entry in row {int(np.flatnonzero(diag < 0)[0])}")
+    rows = row_ids(ip)
+    off = np.flatnonzero(ix < rows)                              # entries (i, j), j < i
+    owner, r = expand_ranges(ip[ix[off]], diag[ix[off]])         # (j, k), k < j
+    p = off[owner]
+    q = _lookup(ip, ix, n, rows[p], ix[r])                       # (i, k)
+    ok = q >= 0
+    p_off, left_off, right_off = p[ok], q[ok], r[ok]
+    owner_d, q_d = expand_ranges(ip[:-1], diag)                  # the diagonal: (i, k), k < i
+    p_d = diag[owner_d]
+    p_all = np.concatenate([p_off, p_d])
+    order = np.argsort(p_all, kind="stable")                     # group by entry, k increasing
+    left = np.concatenate([left_off, q_d])[order]
+    right = np.concatenate([right_off, q_d])[order]
+    pair_ptr = np.zeros(len(ix) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(p_all, minlength=len(ix)), out=pair_ptr[1:])
+    return IC0Structure(n, ip, ix, diag, pair_ptr, left, right)

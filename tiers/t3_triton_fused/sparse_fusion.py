@@ -1,0 +1,303 @@
+"""Sparse fusion, fused: the two kernels of a pair run as one schedule of joint iterations
+(tiers/fusion_schedules.py), by one of two executors.
+
+A joint iteration is one row of one kernel — an SpMV or SpTRSV row, or an ILU(0)/IC(0) row —
+computed by the building blocks of tiers/kernels/sparse_rows.py from index tables built once per
+sparsity pattern. The executors only decide *when* each iteration runs.
+
+executor="levels": one launch per level of the schedule (a level boundary is a
+synchronisation). The partitions of a level are independent, so a program takes LANES of them
+and walks them in lockstep: step k runs the k-th iteration of each, with a barrier between
+steps because iteration k+1 of a partition may read what iteration k wrote. A wavefront
+schedule (each partition one iteration) gives one step per level and as many launches as the
+joint DAG is deep; LBC and sparse fusion give fewer launches and longer walks.
+
+executor="syncfree": one launch for everything. No level waits for the slowest row of the one
+before: each block of iterations waits only for the blocks it reads from.
+
+  * Tickets. On the host the iterations are listed once in an order where every dependence
+    comes earlier — by wavefront level of the joint DAG, ties in the schedule's order — and cut
+    into blocks of at most R that never cross a level, so a block never holds an iteration
+    together with one it needs (its R lanes run at the same time). A program does not run block
+    program_id: it takes the next *ticket* from an atomic counter and runs that block. Tickets
+    go, in increasing order, to programs that are already running, so every block a program
+    waits for has a lower ticket, held by a program that is running or done — which by
+    induction finishes. With program ids instead, the hardware could keep the waiting program
+    resident while never scheduling the one it waits for: a deadlock.
+  * Waiting. Block t's dependences are the blocks holding the iterations its rows read, listed
+    once on the host without repeats. Before waiting the program loads everything nobody else
+    writes (its rows' positions and, without a factor in the making, the matrix values); it
+    then spins on the int32 flags of its dependences, read by atomics with acquire semantics,
+    and reads the vector entries through L2 (`.cg`): another SM wrote them moments ago, and L1
+    is not coherent across SMs.
+  * Releasing. After computing its rows the program meets a barrier, so that every thread's
+    stores are issued before one thread sets the block's flag with release semantics; raising
+    it earlier could let a waiting program read a row not yet written.
+
+  Under TRITON_INTERPRET=1 programs run one after another in program-id order: the ticket is
+  the program id, every dependence is already done, and the spins exit at once.
+
+The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
+choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
+validation, tables, the upload of the matrices' values — and returns a callable that only
+launches kernels: what a solver calls at each step, and what a benchmark should time.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from tiers import sparse_dags as dags
+from tiers.kernels import sparse_rows as rows
+from tiers.kernels.sparse_rows import affine_fetch, affine_finish, factor_rows, iterations
+from tiers.validation import validate_sparse_fusion
+
+EXECUTORS = ("levels", "syncfree")
+BLOCK_ROWS = 16          # R: iterations per sync-free block (lanes of one program)
+CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
+DEPS = 8                 # flags polled at once by a waiting program
+NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
+
+
+LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
+"""executor=None takes "levels" for a schedule of at most this many levels on this device type,
+"syncfree" otherwise. On a GPU one launch per level costs a few microseconds of launch and
+drain each, against one launch plus a flag hop per dependence for the sync-free kernel; the
+crossover is to be measured (tiers/bench/sparse_fusion.py runs both executors): until then the
+GPU always takes the sync-free kernel, the one built for deep DAGs. In the interpreter the
+level executor runs fewer, larger programs, which the interpreter executes faster."""
+
+
+def executor_rule(device, schedule) -> str:
+    """The executor that executor=None picks for this schedule on this device (LEVELS_UP_TO)."""
+    limit = LEVELS_UP_TO.get(device.type, LEVELS_UP_TO["cuda"])
+    return "levels" if schedule.levels() <= limit else "syncfree"
+
+
+# ---------------------------------------------------------------- executor (a): one launch per level
+
+@triton.jit
+def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG,
+           SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr):
+    """Partitions P0 + pid·LANES … of one level, walked in lockstep."""
+    p = P0 + tl.program_id(0) * LANES + tl.arange(0, LANES)
+    ok = p < P0 + NPART
+    first = tl.load(PART_PTR + p, mask=ok, other=0)
+    last = tl.load(PART_PTR + p + 1, mask=ok, other=0)
+    for k in range(0, tl.max(last - first, 0)):
+        step = ok & (first + k < last)
+        v = tl.load(ORDER + first + k, mask=step, other=0)
+        iterations(v, step, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
+                   VAL, VEC, FACTOR, CHUNK)
+        tl.debug_barrier()
+
+
+def _lanes(partitions: int, device) -> int:
+    """Partitions per program: on a GPU at least ~256 programs per level while lanes ≤ 32 (a
+    level of a few hundred rows still spreads over every SM); in the interpreter, which pays
+    per program, as few programs as possible."""
+    if device.type != "cuda":
+        return min(32, triton.next_power_of_2(partitions))
+    lanes = 1
+    while lanes < 32 and partitions >= 512 * lanes:
+        lanes *= 2
+    return lanes
+
+
+def _level_plan(schedule, device):
+    """Per level: (first partition, partitions, lanes, programs), and the schedule on the device."""
+    lp = schedule.level_ptr
+    launches = []
+    for s in range(schedule.levels()):
+        P = int(lp[s + 1] - lp[s])
+        if P:
+            lanes = _lanes(P, device)
+            launches.append((int(lp[s]), P, lanes, triton.cdiv(P, lanes)))
+    dev = rows.to_device({"part_ptr": schedule.part_ptr.astype(np.int32), "order": schedule.order.astype(np.int32)},
+                         device)
+    return launches, dev
+
+
+def _run_levels(run, val, vec):
+    launches, sdev = run.plan
+    args = rows.table_args(run.dev)
+    for p0, P, lanes, grid in launches:
+        _level[(grid,)](p0, P, sdev["part_ptr"], sdev["order"], *args, val, vec, FACTOR=run.tables.factor,
+                        LANES=lanes, CHUNK=CHUNK, num_warps=run.num_warps)
+
+
+# ---------------------------------------------------------------- executor (b): one sync-free launch
+
+@triton.jit
+def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
+              UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
+              CHUNK: tl.constexpr, DEPS: tl.constexpr):
+    """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch)."""
+    t = tl.atomic_add(SYNC, 1, sem="relaxed")
+    first = tl.load(BLK_PTR + t)
+    lane = first + tl.arange(0, R)
+    ok = lane < tl.load(BLK_PTR + t + 1)
+    v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+    if FACTOR != 0:
+        fac = tl.load(KIND + v, mask=ok, other=0) != 0
+    else:
+        fac = ok & False
+    aff = ok & ~fac
+    # what no other block writes is read before waiting: after the wait, one round of loads
+    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+        v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
+    dep_end = tl.load(DEP_PTR + t + 1)
+    for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
+        at = q + tl.arange(0, DEPS)
+        need = at < dep_end
+        flag = SYNC + 1 + tl.load(DEP_BLK + at, mask=need, other=0)
+        # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
+        ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
+        while ready == 0:
+            ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
+    tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
+    if FACTOR != 0:
+        factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+    affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
+                  FACTOR == 0, CHUNK)
+    tl.debug_barrier()                 # every thread's stores issued before the flag goes up
+    tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
+
+
+def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
+    """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
+    block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
+    dep_blk[dep_ptr[t]:dep_ptr[t+1]].
+
+    tickets="dag": iterations sorted by (wavefront level of the joint DAG, position in the
+    schedule), each level cut into blocks of at most R — the shortest chains of waits, whatever
+    the schedule; the schedule only decides which iterations of a level share a block.
+    tickets="schedule": sorted by (schedule level, step within the partition, partition), each
+    (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
+    inside its partitions. Either way the iterations of a block are independent of each other
+    and every dependence lies in an earlier block."""
+    n = schedule.n1 + schedule.n2
+    dag = dags.joint_dag(schedule.pair, *mats)
+    pos = np.empty(n, dtype=np.int64)
+    pos[schedule.order] = np.arange(n)
+    sizes = np.diff(schedule.part_ptr)
+    if tickets == "dag":
+        group = dags.wavefront_levels(dag)
+        seq = np.lexsort((pos, group))
+    elif tickets == "schedule":
+        level = np.empty(n, np.int64)
+        level[schedule.order] = np.repeat(schedule.partition_level(), sizes)
+        step = np.empty(n, np.int64)
+        step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
+        group = level * (int(sizes.max(initial=0)) + 1) + step
+        seq = np.lexsort((pos, group))          # within a (level, step): partition order
+    else:
+        raise ValueError(f"tickets must be 'dag' or 'schedule', got {tickets!r}")
+    g = group[seq]
+    start = np.ones(n, dtype=bool)
+    start[1:] = g[1:] != g[:-1]
+    run_start = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    start |= (np.arange(n) - run_start) % R == 0            # a new block every R within a group
+    blk_ptr = np.append(np.flatnonzero(start), n).astype(np.int64)
+    B = len(blk_ptr) - 1
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[seq] = np.cumsum(start) - 1
+    u, v = dag.sources()
+    waits = np.unique(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
+    dep_ptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(waits // max(B, 1), minlength=B), out=dep_ptr[1:])
+    return blk_ptr, seq, dep_ptr, waits % max(B, 1)
+
+
+def _syncfree_plan(schedule, mats, R, tickets, device):
+    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets)
+    dev = rows.to_device({"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
+                          "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32)}, device)
+    return len(blk_ptr) - 1, dev
+
+
+def _run_syncfree(run, val, vec):
+    blocks, sdev = run.plan
+    if blocks == 0:
+        return
+    sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
+    _syncfree[(blocks,)](sync, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
+                         *rows.table_args(run.dev), val, vec, FACTOR=run.tables.factor, R=run.block_rows,
+                         CHUNK=CHUNK, DEPS=DEPS, num_warps=run.num_warps)
+
+
+# ---------------------------------------------------------------- the pair functions
+
+class Prepared:
+    """A pair on fixed matrices, ready to run: `prepared(vector)` returns what the pair function
+    returns, launching only the executor's kernels — the tables and the matrices' values are
+    already on the device. Made by `prepare`."""
+
+    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, device, dtype):
+        self.problem, self.schedule, self.executor = problem, schedule, executor
+        self.tickets, self.block_rows, self.num_warps = tickets, block_rows, num_warps
+        self.tables, self.dev = rows.device_tables(problem, device)
+        self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
+        if executor == "levels":
+            self.plan = rows.cached(schedule, ("t3_levels", str(device)), lambda: _level_plan(schedule, device))
+        else:
+            self.plan = rows.cached(schedule, ("t3_syncfree", tickets, block_rows, str(device)),
+                                    lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
+
+    def __call__(self, vector):
+        vec = rows.new_vector(self.tables, vector, self.values)
+        val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
+        if self.executor == "levels":
+            _run_levels(self, val, vec)
+        else:
+            _run_syncfree(self, val, vec)
+        return rows.results(self.tables, self.problem, val, vec)
+
+
+def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=BLOCK_ROWS,
+            num_warps=NUM_WARPS) -> Prepared:
+    """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
+    typed and placed like the tensor `like`. executor: "levels", "syncfree" or None
+    (executor_rule). For the sync-free kernel: tickets, the block order ("dag" or "schedule",
+    see ticket_blocks); block_rows, iterations per block (a power of two up to 128); num_warps
+    of each program (1, 2, 4 or 8; the level executor uses it too)."""
+    problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
+    if executor is not None and executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
+    if tickets not in ("dag", "schedule"):
+        raise ValueError(f"tickets must be 'dag' or 'schedule', got {tickets!r}")
+    if isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128):
+        raise ValueError(f"block_rows must be a power of two from 1 to 128, got {block_rows!r}")
+    if isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8):
+        raise ValueError(f"num_warps must be 1, 2, 4 or 8, got {num_warps!r}")
+    schedule = schedule if schedule is not None else rows.default_schedule(problem)
+    if executor is None:
+        executor = executor_rule(like.device, schedule)
+    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, like.device, like.dtype)
+
+
+def sptrsv_spmv(L, A, b, schedule=None):
+    """(x, y): x = L⁻¹b (L lower triangular), y = A·x."""
+    return prepare("sptrsv_spmv", L, A, like=b, schedule=schedule)(b)
+
+
+def spmv_sptrsv(A, L, x, schedule=None):
+    """(y, z): y = A·x, z = L⁻¹y."""
+    return prepare("spmv_sptrsv", A, L, like=x, schedule=schedule)(x)
+
+
+def sptrsv_sptrsv(L, U, b, schedule=None):
+    """(y, x): y = L⁻¹b, x = U⁻¹y (U upper triangular)."""
+    return prepare("sptrsv_sptrsv", L, U, like=b, schedule=schedule)(b)
+
+
+def spilu0_sptrsv(A, b, schedule=None):
+    """(LU, x): ILU(0) of A on A's pattern (unit L and U packed), x = L⁻¹b."""
+    return prepare("spilu0_sptrsv", A, like=b, schedule=schedule)(b)
+
+
+def spic0_sptrsv(A, b, schedule=None):
+    """(Lc, x): IC(0) of A on tril(A)'s pattern, x = Lc⁻¹b."""
+    return prepare("spic0_sptrsv", A, like=b, schedule=schedule)(b)
