@@ -124,7 +124,6 @@ def main(argv=None):
     b.add_argument("--schedules", default=None, help="sparse_fusion: wavefront,lbc,sparse_fusion (default all)")
     b.add_argument("--dtype", default="float64", help="sparse_fusion: float64, float32 or both (comma list)")
     b.add_argument("--workers", default=None, help="sparse_fusion: comma list passed to the inspector (a sweep)")
-    b.add_argument("--depth", type=int, default=None, help="sparse_fusion: passed to the inspectors that take it")
     b.add_argument("--inspector-options", default=None,
                    help="sparse_fusion: more inspector options, e.g. slack=0.2,packing=separated")
     b.add_argument("--executors", default=None, help="sparse_fusion: t3 executors to time (default levels,syncfree)")
@@ -184,7 +183,7 @@ def main(argv=None):
             pairs=tuple(args.pairs.split(",")) if args.pairs else bench.PAIRS,
             providers=tuple(args.providers.split(",")) if args.providers else bench.PROVIDERS,
             orderings=tuple(args.ordering.split(",")), dtypes=tuple(args.dtype.split(",")), sizes=sizes, quick=args.quick,
-            workers=_ints(args.workers) if args.workers else (None,), depth=args.depth,
+            workers=_ints(args.workers) if args.workers else (None,),
             options=_options(args.inspector_options), out_dir=args.out,
             append=args.append, kinds=tuple(args.schedules.split(",")) if args.schedules else bench.KINDS,
             executors=tuple(args.executors.split(",")) if args.executors else None)

@@ -71,6 +71,12 @@ class Schedule:
     def levels(self) -> int:
         return len(self.level_ptr) - 1
 
+    def cached(self, key, build):
+        """self.cache[key], built by `build()` on first use."""
+        if key not in self.cache:
+            self.cache[key] = build()
+        return self.cache[key]
+
     def partitions(self) -> int:
         return len(self.part_ptr) - 1
 
@@ -240,6 +246,21 @@ def inspect(pair: str, *matrices, kind: str = "sparse_fusion", workers=None, **o
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     return {"sequential": sequential, "wavefront": wavefront, "lbc": lbc,
             "sparse_fusion": sparse_fusion}[kind](pair, *matrices, workers=workers, **options)
+
+
+_DEFAULTS: dict = {}
+_DEFAULTS_KEPT = 8
+
+
+def default_schedule(pair: str, matrices, fingerprint: str) -> Schedule:
+    """The schedule a pair function runs when called with schedule=None: the joint DAG's
+    wavefronts, inspected once per (pair, pattern) — `fingerprint` from the validated problem —
+    and kept for the last few patterns, so repeated calls on one pattern inspect once."""
+    if fingerprint not in _DEFAULTS:
+        while len(_DEFAULTS) >= _DEFAULTS_KEPT:
+            _DEFAULTS.pop(next(iter(_DEFAULTS)))
+        _DEFAULTS[fingerprint] = inspect(pair, *matrices, kind="wavefront")
+    return _DEFAULTS[fingerprint]
 
 
 def _no_options(kind, options):
@@ -565,8 +586,10 @@ def lockstep(schedule: Schedule):
     each of its partitions, so a group's rows are independent of one another and everything
     they need ran in an earlier group. Cached on the schedule.
     Returns (group_ptr, group_kernel, group_level, rows), int64 NumPy arrays."""
-    if "lockstep" in schedule.cache:
-        return schedule.cache["lockstep"]
+    return schedule.cached("lockstep", lambda: _lockstep(schedule))
+
+
+def _lockstep(schedule: Schedule):
     N, P = len(schedule.order), schedule.partitions()
     sizes = np.diff(schedule.part_ptr)
     part = np.repeat(np.arange(P, dtype=np.int64), sizes)
@@ -581,5 +604,4 @@ def lockstep(schedule: Schedule):
     starts = np.flatnonzero(new)
     out = (np.append(starts, N).astype(np.int64), kernel[starts], lvl[starts],
            np.where(kernel == 1, v[by] - schedule.n1, v[by]).astype(np.int64))
-    schedule.cache["lockstep"] = out
     return out

@@ -352,3 +352,26 @@ def validate_sparse_fusion(pair, matrices, vector, schedule, *, tier: str) -> Fu
     if schedule is not None:
         matches(schedule, pair, fp)
     return FusionProblem(pair, mats, n, str(vector.dtype).replace("torch.", ""), fp)
+
+
+def factor_breakdown(kind: str, row: int, pivot) -> ValueError:
+    """The error every tier raises when ILU(0) (kind "ilu0") or IC(0) ("ic0") meets an unusable
+    pivot in `row`: the incomplete factor does not exist for that matrix."""
+    if kind == "ilu0":
+        return ValueError(f"ILU(0) breaks down in row {row}: pivot U[{row},{row}] = {pivot} "
+                          "(the incomplete factorisation does not exist for this matrix)")
+    return ValueError(f"IC(0) breaks down in row {row}: pivot a_ii − Σ l_ik² = {pivot} is not positive "
+                      "(the incomplete Cholesky factor does not exist for this matrix)")
+
+
+def check_factor_pivots(kind: str, pivots):
+    """Raise factor_breakdown for the lowest row whose pivot (a torch tensor, one per row) is
+    unusable — zero or non-finite for ILU(0), not positive or non-finite for IC(0). Tiers that
+    factor many rows at once check after the factorisation (one device-to-host read); the lowest
+    bad row is the one a row-by-row factorisation stops at, later bad pivots descend from it."""
+    import torch
+
+    bad = ~torch.isfinite(pivots) | ((pivots == 0) if kind == "ilu0" else ~(pivots > 0))
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        raise factor_breakdown(kind, i, float(pivots[i]))

@@ -49,7 +49,7 @@ import numpy as np
 
 from tiers.bench.common import environment, measure_ceilings, time_ms, write_rows
 
-PAIRS = ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv", "spilu0_sptrsv", "spic0_sptrsv")
+from tiers.sparse_dags import PAIR_NAMES as PAIRS
 KINDS = ("wavefront", "lbc", "sparse_fusion")
 TIER_PROVIDERS = ("t1_torch", "t2_triton_unfused", "t3_triton_fused")
 ANCHORS = ("cusparse", "cupyx", "scipy")
@@ -58,7 +58,6 @@ UNFUSED = ("t2_triton_unfused", "cusparse", "cupyx")
 # tiers that take `schedule=` only to check it: t2 runs each kernel by the wavefronts of its own
 # DAG, one launch per level (its module docstring), so it is measured once per case
 OWN_SCHEDULE = {"t2_triton_unfused": "per-kernel wavefront"}
-DEFAULT_EXECUTORS = ("levels", "syncfree")
 
 # name: (size argument of the generator, size in --quick, description with {s} for the size)
 MATRICES = {
@@ -68,7 +67,7 @@ MATRICES = {
     "powerlaw": (1_000_000, 40, "power-law Laplacian + I, {s} nodes, m=3"),
 }
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
-CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers", "depth",
+CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
              "options")
 
 
@@ -465,22 +464,14 @@ def schedule_columns(s) -> dict:
 
 
 def executors_of(fn) -> tuple:
-    """t3's executor variants when its module's `prepare` takes `executor=`, else (None,)."""
-    prepare = getattr(sys.modules.get(fn.__module__), "prepare", None)
-    try:
-        params = _inspect.signature(prepare).parameters if prepare else {}
-    except (TypeError, ValueError):
-        return (None,)
-    if "executor" not in params:
-        return (None,)
-    return tuple(getattr(sys.modules[fn.__module__], "EXECUTORS", DEFAULT_EXECUTORS))
+    """The executor variants of a tier's module (t3's EXECUTORS), else (None,)."""
+    return tuple(getattr(sys.modules[fn.__module__], "EXECUTORS", (None,)))
 
 
 def payoffs(rows: list[dict]) -> None:
     """Fill `best_unfused_ms` and `payoff_runs` in the rows of one (matrix, pair, dtype) case."""
-    ok = [r for r in rows if r.get("status") == "ok" and r.get("ms") == r.get("ms")]
-    unfused = [r["ms"] for r in ok if r["provider"] in UNFUSED]
-    best = min(unfused) if unfused else None
+    best = best_ms(rows, UNFUSED)
+    best = None if best != best else best
     for r in rows:
         if r.get("schedule") in KINDS and r["provider"] in ("t3_triton_fused", "t2_triton_unfused", "t1_torch"):
             r["best_unfused_ms"] = best
@@ -496,35 +487,29 @@ def _log(msg: str, progress: bool):
 
 # ------------------------------------------------------------------------------------ the run
 
-def inspector_options(kind: str, depth=None, options=None) -> dict:
-    """The keyword options the `kind` inspector is given: `options` (e.g. slack) and `depth`,
-    each only where that inspector's signature takes it (the wavefront takes none)."""
+def inspector_options(kind: str, options=None) -> dict:
+    """The keyword options the `kind` inspector is given: those of `options` (e.g. slack) that
+    its signature takes (the wavefront takes none)."""
     from tiers import fusion_schedules
 
-    fn = getattr(fusion_schedules, kind)
-    params = _inspect.signature(fn).parameters
-    wanted = dict(options or {})
-    if depth is not None:
-        wanted["depth"] = depth
-    return {k: v for k, v in wanted.items() if k in params}
+    params = _inspect.signature(getattr(fusion_schedules, kind)).parameters
+    return {k: v for k, v in (options or {}).items() if k in params}
 
 
-def check_inspector_options(kinds, depth=None, options=None) -> None:
+def check_inspector_options(kinds, options=None) -> None:
     """Raise SystemExit when an option is taken by none of the inspectors asked for: a sweep
     over an option nobody reads would record identical schedules under different labels."""
     wanted = dict(options or {})
-    if depth is not None:
-        wanted["depth"] = depth
     taken = set()
     for kind in kinds:
-        taken |= set(inspector_options(kind, depth, options))
+        taken |= set(inspector_options(kind, options))
     unused = [k for k in wanted if k not in taken]
     if unused:
         raise SystemExit(f"no inspector among {', '.join(kinds)} takes {', '.join(unused)}; see "
                          "tiers.fusion_schedules.inspect for the options each takes")
 
 
-def inspect_all(pair, mats, kinds, workers, depth=None, options=None) -> dict:
+def inspect_all(pair, mats, kinds, workers, options=None) -> dict:
     """{(kind, workers): (schedule or None, inspector wall ms, row columns)}; the wavefront does
     not depend on the worker count, so it is built once."""
     from tiers.fusion_schedules import inspect as inspect_schedule
@@ -533,13 +518,14 @@ def inspect_all(pair, mats, kinds, workers, depth=None, options=None) -> dict:
     for kind in kinds:
         for w in workers if kind != "wavefront" else (None,):
             opts = {} if w is None else {"workers": int(w)}
-            opts.update(inspector_options(kind, depth, options))
+            opts.update(inspector_options(kind, options))
             try:
                 start = time.perf_counter()
                 s = inspect_schedule(pair, *mats, kind=kind, **opts)
+                ms = 1e3 * (time.perf_counter() - start)      # the inspector alone, not the statistics below
                 cols = schedule_columns(s)
                 cols["options"] = ",".join(f"{k}={v}" for k, v in opts.items() if k != "workers")
-                out[(kind, w)] = (s, 1e3 * (time.perf_counter() - start), cols)
+                out[(kind, w)] = (s, ms, cols)
             except Exception as e:
                 out[(kind, w)] = (None, None, {"inspector_error": _error(e)})
     return out
@@ -579,7 +565,7 @@ class _Case:
         self.rows = []
 
     def record(self, row):
-        row = {**self.common, "workers": None, "depth": None, "schedule": "", "executor": "", **row,
+        row = {**self.common, "workers": None, "schedule": "", "executor": "", **row,
                "measured_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         ms = row.setdefault("ms", math.nan)
         row["gbps"] = row["bytes"] / ms / 1e6 if ms == ms and ms > 0 else math.nan
@@ -620,12 +606,12 @@ class _Case:
 
 
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
-        sizes=None, quick=False, workers=(None,), depth=None, options=None, out_dir=None, append=False,
+        sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
         progress=True, kinds=KINDS, executors=None):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
-    `workers` (a sweep), `depth` and `options` go to the inspectors that take them; `executors`
+    `workers` (a sweep) and `options` go to the inspectors that take them; `executors`
     restricts t3's executor variants (default: all it has)."""
     import torch
 
@@ -646,7 +632,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
         import tempfile
         from pathlib import Path
         out_dir = Path(tempfile.gettempdir()) / "tiers_quick"
-    check_inspector_options([k for k in kinds if k != "wavefront"] or kinds, depth, options)
+    check_inspector_options([k for k in kinds if k != "wavefront"] or kinds, options)
     env = environment()
     ceilings = measure_ceilings() if device == "cuda" and not quick else {}
     no_cupy = cupy_status() if device == "cuda" else "n/a: no CUDA device"
@@ -679,7 +665,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
             v64 = rng.standard_normal(A.shape[0]).astype(np.float32).astype(np.float64)
             for pair in pairs:
                 mats = operands(pair, A)
-                schedules = inspect_all(pair, mats, kinds, workers, depth, options) if tiers_here else {}
+                schedules = inspect_all(pair, mats, kinds, workers, options) if tiers_here else {}
                 try:
                     refs = reference(pair, mats, v64, device)
                 except Exception as e:   # without a reference nothing can be checked, so nothing is timed
@@ -697,10 +683,8 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                                                  dict(provider=prov, schedule=OWN_SCHEDULE[prov])))
                             continue
                         for (kind, w), (s, insp_ms, cols) in schedules.items():
-                            variants = executors_of(fn) if prov == "t3_triton_fused" else (None,)
-                            for ex in (v for v in variants if executors is None or v in executors):
+                            for ex in (x for x in executors_of(fn) if executors is None or x in executors):
                                 row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
-                                           depth=depth if "depth=" in cols.get("options", "") else None,
                                            inspector_ms=insp_ms, **cols)
                                 if s is None:
                                     case.record({**row, "status": cols["inspector_error"]})
@@ -732,9 +716,11 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
 
 # -------------------------------------------------------------------------------- the summary
 
-def best_ms(rows, provider, schedule=None):
-    """Fastest ok time of a provider (under one schedule kind, over executors and workers)."""
-    ms = [r["ms"] for r in rows if r["provider"] == provider and r.get("status") == "ok"
+def best_ms(rows, providers, schedule=None):
+    """Fastest ok time of a provider or of any of a tuple of providers (under one schedule kind,
+    over executors and workers)."""
+    providers = (providers,) if isinstance(providers, str) else providers
+    ms = [r["ms"] for r in rows if r["provider"] in providers and r.get("status") == "ok"
           and (schedule is None or r.get("schedule") == schedule) and r["ms"] == r["ms"]]
     return min(ms) if ms else math.nan
 
@@ -749,9 +735,9 @@ def speedups(rows) -> dict:
     out = {}
     for key, rs in by.items():
         fused = best_ms(rs, "t3_triton_fused", "sparse_fusion")
-        cus = min(best_ms(rs, "cusparse"), best_ms(rs, "cupyx"), key=lambda x: (x != x, x))
+        cus = best_ms(rs, ("cusparse", "cupyx"))
         t2 = best_ms(rs, "t2_triton_unfused")
-        unfused = min((x for x in (t2, cus) if x == x), default=math.nan)
+        unfused = best_ms(rs, UNFUSED)
         out[key] = {"fused_ms": fused, "over_unfused": unfused / fused, "over_cusparse": cus / fused,
                     "over_t2": t2 / fused, "over_wavefront": best_ms(rs, "t3_triton_fused", "wavefront") / fused,
                     "over_lbc": best_ms(rs, "t3_triton_fused", "lbc") / fused}

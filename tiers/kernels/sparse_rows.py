@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
+from tiers.validation import check_factor_pivots
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 
@@ -294,14 +295,6 @@ def row_tables(pair: str, *matrices) -> RowTables:
 
 # ---------------------------------------------------------------- what both Triton tiers do around a launch
 
-def cached(schedule, key, build):
-    """schedule.cache[key], built once: a schedule reused across calls carries what an
-    executor derives from it (host arrays and their device copies)."""
-    if key not in schedule.cache:
-        schedule.cache[key] = build()
-    return schedule.cache[key]
-
-
 _PATTERNS: dict = {}
 
 
@@ -336,13 +329,6 @@ def table_args(dev) -> list:
     return [dev[k] for k in RowTables.ARRAYS]
 
 
-def default_schedule(problem, kind="wavefront"):
-    """The schedule used when none is given: inspected once per pattern."""
-    from tiers.fusion_schedules import inspect
-
-    return pattern_cached(problem, ("schedule", kind), lambda: inspect(problem.pair, *problem.matrices, kind=kind))
-
-
 def new_vector(tables, vector, values):
     """VEC for one call: the input vector, then room for the outputs (NaN under TIERS_POISON).
     A prepared runner takes vectors like the one it was prepared for: same length, dtype and
@@ -373,13 +359,5 @@ def results(tables, problem, val, vec):
     pivot_at, indptr, indices = pattern_cached(problem, ("factor", str(val.device)), lambda: tuple(
         torch.from_numpy(np.asarray(a, dtype=np.int64)).to(val.device)
         for a in (tables.pivot_at, *tables.factor_pattern)))
-    pivots = val[pivot_at]
-    bad = ~torch.isfinite(pivots) | ((pivots <= 0) if tables.factor == IC else (pivots == 0))
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        if tables.factor == ILU:
-            raise ValueError(f"ILU(0) breaks down in row {i}: pivot U[{i},{i}] = {float(pivots[i])} "
-                             "(the incomplete factorisation does not exist for this matrix)")
-        raise ValueError(f"IC(0) breaks down in row {i}: pivot a_ii − Σ l_ik² = {float(pivots[i])} is not positive "
-                         "(the incomplete Cholesky factor does not exist for this matrix)")
+    check_factor_pivots("ilu0" if tables.factor == ILU else "ic0", val[pivot_at])
     return (torch.sparse_csr_tensor(indptr, indices, val, size=(n, n)),) + outs

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from tiers.sparse_dags import csr
-from tiers.validation import validate_sparse_fusion
+from tiers.validation import factor_breakdown, validate_sparse_fusion
 
 
 def _dtype(vector):
@@ -79,8 +79,7 @@ def _ilu0_row(A, a, i):
                 a[t] -= a[p] * a[q]
     pivot = a[A.diag[i]]
     if pivot == 0 or not np.isfinite(pivot):
-        raise ValueError(f"ILU(0) breaks down in row {i}: pivot U[{i},{i}] = {pivot} "
-                         "(the incomplete factorisation does not exist for this matrix)")
+        raise factor_breakdown("ilu0", i, pivot)
 
 
 def _ic0_row(T, l, i):
@@ -96,8 +95,7 @@ def _ic0_row(T, l, i):
         elif s > 0:
             l[p] = math.sqrt(s)
         else:
-            raise ValueError(f"IC(0) breaks down in row {i}: pivot a_ii − Σ l_ik² = {s} is not positive "
-                             "(the incomplete Cholesky factor does not exist for this matrix)")
+            raise factor_breakdown("ic0", i, s)
 
 
 # ---------------------------------------------------------------- running a pair

@@ -19,13 +19,13 @@ each group is a handful of tensor operations over all its rows at once:
 
 The index tensors of every group (positions, columns, segment ids, update pairs) depend only on
 the schedule and the patterns, so they are built once with NumPy, moved to the device once and
-kept in schedule.cache; a repeated call pays only for the arithmetic. ILU(0)/IC(0) breakdowns
+kept in schedule.cache; a repeated call pays for validating the matrices (copy, checks,
+fingerprint) and the arithmetic, not for the plan. ILU(0)/IC(0) breakdowns
 are found after the factorisation from the recorded pivots (one synchronisation instead of one
 per row): the lowest row whose pivot is zero (ILU) or not positive (IC) is reported, which is
 the row t0 stops at — any later non-finite pivot descends from it.
 """
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,22 +33,7 @@ import torch
 
 from tiers import fusion_schedules as fs
 from tiers import sparse_dags as sd
-from tiers.validation import validate_sparse_fusion
-
-_WAVEFRONTS: OrderedDict = OrderedDict()   # fingerprint → wavefront schedule, for schedule=None
-_WAVEFRONTS_KEPT = 8
-
-
-def _default_schedule(pair, problem):
-    s = _WAVEFRONTS.get(problem.fingerprint)
-    if s is None:
-        s = fs.inspect(pair, *problem.matrices, kind="wavefront")
-        _WAVEFRONTS[problem.fingerprint] = s
-        while len(_WAVEFRONTS) > _WAVEFRONTS_KEPT:
-            _WAVEFRONTS.popitem(last=False)
-    _WAVEFRONTS.move_to_end(problem.fingerprint)
-    return s
-
+from tiers.validation import check_factor_pivots, validate_sparse_fusion
 
 def _t(a, device):
     return torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64)).to(device)
@@ -203,15 +188,12 @@ class _Plan:
 
 
 def _plan(pair, schedule, problem, device) -> _Plan:
-    key = ("t1_torch", str(device))
-    if key not in schedule.cache:
-        schedule.cache[key] = _Plan(pair, schedule, problem.matrices, device)
-    return schedule.cache[key]
+    return schedule.cached(("t1_torch", str(device)), lambda: _Plan(pair, schedule, problem.matrices, device))
 
 
 def _prepare(pair, matrices, vector, schedule):
     p = validate_sparse_fusion(pair, matrices, vector, schedule, tier="t1_torch")
-    schedule = schedule if schedule is not None else _default_schedule(pair, p)
+    schedule = schedule if schedule is not None else fs.default_schedule(pair, p.matrices, p.fingerprint)
     plan = _plan(pair, schedule, p, vector.device)
     return p, plan
 
@@ -272,12 +254,7 @@ def spilu0_sptrsv(A, b, schedule=None):
     x = torch.zeros_like(b)
     ilu, solve = plan.ops
     _run(plan, lambda j: ilu.step(j, a), lambda j: solve.solve(j, a, b, x, unit=True))
-    pivots = a[ilu.diag]
-    bad = (pivots == 0) | ~torch.isfinite(pivots)
-    if bool(bad.any()):
-        i = int(torch.nonzero(bad)[0])
-        raise ValueError(f"ILU(0) breaks down in row {i}: pivot U[{i},{i}] = {float(pivots[i])} "
-                         "(the incomplete factorisation does not exist for this matrix)")
+    check_factor_pivots("ilu0", a[ilu.diag])
     return _csr_tensor(A, a), x
 
 
@@ -290,9 +267,5 @@ def spic0_sptrsv(A, b, schedule=None):
     pivots = torch.full_like(b, float("nan"))
     ic, solve = plan.ops
     _run(plan, lambda j: ic.step(j, l, pivots), lambda j: solve.solve(j, l, b, x))
-    bad = ~(pivots > 0)
-    if bool(bad.any()):
-        i = int(torch.nonzero(bad)[0])
-        raise ValueError(f"IC(0) breaks down in row {i}: pivot a_ii − Σ l_ik² = {float(pivots[i])} is not "
-                         "positive (the incomplete Cholesky factor does not exist for this matrix)")
+    check_factor_pivots("ic0", pivots)
     return _csr_tensor(T, l), x

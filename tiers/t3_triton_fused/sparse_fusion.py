@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
+from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import affine_fetch, affine_finish, factor_rows, iterations
 from tiers.validation import validate_sparse_fusion
@@ -63,11 +64,11 @@ NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop sho
 
 LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
 """executor=None takes "levels" for a schedule of at most this many levels on this device type,
-"syncfree" otherwise. On a GPU one launch per level costs a few microseconds of launch and
-drain each, against one launch plus a flag hop per dependence for the sync-free kernel; the
-crossover is to be measured (tiers/bench/sparse_fusion.py runs both executors): until then the
-GPU always takes the sync-free kernel, the one built for deep DAGs. In the interpreter the
-level executor runs fewer, larger programs, which the interpreter executes faster."""
+"syncfree" otherwise. Measured on an H100 (figures/data/sparse_fusion_*): the sync-free kernel
+was 5–14× faster than one launch per level on every pair, schedule and matrix run (1M-row 2D
+and 3D Poisson; 299 to 3998 levels), so the GPU always takes it; shallower DAGs were not
+measured. In the interpreter the level executor runs fewer, larger programs, which the
+interpreter executes faster."""
 
 
 def executor_rule(device, schedule) -> str:
@@ -241,9 +242,9 @@ class Prepared:
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
-            self.plan = rows.cached(schedule, ("t3_levels", str(device)), lambda: _level_plan(schedule, device))
+            self.plan = schedule.cached(("t3_levels", str(device)), lambda: _level_plan(schedule, device))
         else:
-            self.plan = rows.cached(schedule, ("t3_syncfree", tickets, block_rows, str(device)),
+            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                     lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
 
     def __call__(self, vector):
@@ -272,7 +273,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
         raise ValueError(f"block_rows must be a power of two from 1 to 128, got {block_rows!r}")
     if isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8):
         raise ValueError(f"num_warps must be 1, 2, 4 or 8, got {num_warps!r}")
-    schedule = schedule if schedule is not None else rows.default_schedule(problem)
+    schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, like.device, like.dtype)
