@@ -20,6 +20,7 @@ from tiers import cli, figures  # noqa: E402
 from tiers.bench import sparse_fusion as bench  # noqa: E402
 from tiers.bench.common import write_rows  # noqa: E402
 from tiers.sparse_matrices import poisson2d, powerlaw_laplacian, tril_csr  # noqa: E402
+from tiers.t3_triton_fused import sparse_fusion as t3_fused  # noqa: E402
 
 
 def _seed(*parts):
@@ -43,7 +44,9 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
     t2 = [r for r in rows if r["provider"] == "t2_triton_unfused"]
     t3 = [r for r in rows if r["provider"] == "t3_triton_fused"]
     assert len(t2) == 2 * len(bench.PAIRS)                        # t2 follows its own per-kernel wavefronts
-    assert len(t3) == 2 * len(bench.PAIRS) * len(bench.KINDS) * 2  # every schedule, both executors
+    executors = sum(len(t3_fused.executors_for(pair)) for pair in bench.PAIRS)
+    assert len(t3) == 2 * len(bench.KINDS) * executors             # every schedule, every executor a pair allows
+    assert {r["executor"] for r in t3 if r["pair"] == "spilu0_sptrsv"} == {"levels", "syncfree"}
     for r in t2 + t3:
         assert r["status"] == "ok", r
         assert r["ms"] > 0 and r["rel_err"] <= 1e-10 and r["timed"] == "prepared"

@@ -1,6 +1,6 @@
 """The Triton tiers of sparse fusion beyond "matches t0" (tests/test_sparse_fusion.py checks that
 for every tier with its default executor): the fused tier's two executors on every pair ×
-schedule kind × dtype, the sync-free ticket order, how many launches each tier makes, what is
+schedule kind × dtype (the dataflow executor on the pairs it can run), the sync-free ticket order, how many launches each tier makes, what is
 cached between calls, and the executor options."""
 import zlib
 
@@ -85,8 +85,9 @@ def _schedule(pair, mats, kind, seed=0):
 EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{ex}-{tickets}-{dt}")
                   for pair in PAIRS for kind in fs.KINDS
                   for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
-                                           ("syncfree", "schedule", ("float64",)))
-                  for dt in dts]
+                                           ("syncfree", "schedule", ("float64",)), ("dataflow", "dag", DTYPES),
+                                           ("dataflow", "schedule", ("float64",)))
+                  for dt in dts if ex in t3.executors_for(pair)]
 
 
 @pytest.mark.parametrize("pair,kind,executor,tickets,dtype", EXECUTOR_CASES)
@@ -98,14 +99,14 @@ def test_t3_executor_matches_t0(pair, kind, executor, tickets, dtype):
            f"t3 {executor}/{tickets} {pair} {kind}")
 
 
-@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree"])
+@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow"])
 def test_hub_rows_longer_than_many_chunks(tier_executor):
     """A power-law graph's hub rows hold far more non-zeros than one CHUNK: their loops go round
     many times, in SpMV, in the solves and in IC(0)'s dot products."""
     A = sm.powerlaw_laplacian(150, m=2, seed=3)
     assert np.diff(A.indptr).max() > 4 * max(t3.CHUNK, t2.CHUNK)
     rng = np.random.default_rng(_seed("hub"))
-    for pair in ("sptrsv_spmv", "spic0_sptrsv"):
+    for pair in ("sptrsv_spmv", "spic0_sptrsv" if tier_executor != "dataflow" else "spmv_sptrsv"):
         mats = operands(pair, A)
         b = rng.standard_normal(A.shape[0])
         v, s = _vector(b, "float64"), fs.inspect(pair, *mats, workers=2)
@@ -118,13 +119,14 @@ def test_hub_rows_longer_than_many_chunks(tier_executor):
 
 
 @pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4)])
-def test_syncfree_block_sizes(block_rows, num_warps):
+@pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
+def test_syncfree_block_sizes(block_rows, num_warps, executor):
     """Any block size gives the same numbers: one iteration per block (the longest chain of
     tickets), or blocks wider than a whole level."""
-    for pair in ("sptrsv_sptrsv", "spilu0_sptrsv"):
+    for pair in ("sptrsv_sptrsv", "spilu0_sptrsv")[:2 if executor == "syncfree" else 1]:
         mats, b = _problem(pair)
         run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "sparse_fusion"),
-                         executor="syncfree", block_rows=block_rows, num_warps=num_warps)
+                         executor=executor, block_rows=block_rows, num_warps=num_warps)
         _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
                "float64", f"R={block_rows} {pair}")
 
@@ -132,7 +134,7 @@ def test_syncfree_block_sizes(block_rows, num_warps):
 @pytest.mark.parametrize("executor", t3.EXECUTORS)
 def test_one_row(executor):
     A = sm.poisson2d(1)
-    for pair in PAIRS:
+    for pair in (p for p in PAIRS if executor in t3.executors_for(p)):
         mats = operands(pair, A)
         b = np.array([3.0])
         v = _vector(b, "float64")
@@ -205,10 +207,11 @@ def test_launch_counts(pair, monkeypatch):
     per level of the schedule. t3 sync-free: one, whatever the schedule."""
     mats, b = _problem(pair, seed=1)
     x = _vector(b, "float32")
-    rows2, level3, free3 = (_Counted(k) for k in (t2._rows, t3._level, t3._syncfree))
+    rows2, level3, free3, flow3 = (_Counted(k) for k in (t2._rows, t3._level, t3._syncfree, t3._dataflow))
     monkeypatch.setattr(t2, "_rows", rows2)
     monkeypatch.setattr(t3, "_level", level3)
     monkeypatch.setattr(t3, "_syncfree", free3)
+    monkeypatch.setattr(t3, "_dataflow", flow3)
     g1, g2, _ = sd.kernel_dags(pair, *mats)
     depth = [int(sd.wavefront_levels(g).max()) + 1 for g in (g1, g2)]
     if pair.startswith("spmv"):
@@ -219,11 +222,14 @@ def test_launch_counts(pair, monkeypatch):
     assert rows2.launches == sum(depth)
     for kind in ("wavefront", "sparse_fusion"):
         s = _schedule(pair, mats, kind, seed=1)
-        level3.launches = free3.launches = 0
+        level3.launches = free3.launches = flow3.launches = 0
         t3.prepare(pair, *mats, like=x, schedule=s, executor="levels")(x)
         assert (level3.launches, free3.launches) == (int((np.diff(s.level_ptr) > 0).sum()), 0)
         t3.prepare(pair, *mats, like=x, schedule=s, executor="syncfree")(x)
         assert free3.launches == 1 and level3.launches == int((np.diff(s.level_ptr) > 0).sum())
+        if "dataflow" in t3.executors_for(pair):
+            t3.prepare(pair, *mats, like=x, schedule=s, executor="dataflow")(x)
+            assert (flow3.launches, free3.launches) == (1, 1)
 
 
 # ---------------------------------------------------------------- inspector–executor: prepared once, run many times
@@ -266,14 +272,20 @@ def test_the_prepared_vector_must_fit():
 def test_executor_options():
     mats, b = _problem("sptrsv_spmv")
     x = _vector(b, "float64")
-    with pytest.raises(ValueError, match="executor must be one of levels, syncfree or None, got 'fast'"):
+    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow or None, got 'fast'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
+    A = sm.poisson2d(4)
+    with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
+                                         "computes a factor in place .+ use one of levels, syncfree"):
+        t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="dataflow")
     with pytest.raises(ValueError, match="tickets must be 'dag' or 'schedule', got 'random'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, tickets="random")
     with pytest.raises(ValueError, match="block_rows must be a power of two from 1 to 128, got 24"):
         t3.prepare("sptrsv_spmv", *mats, like=x, block_rows=24)
     with pytest.raises(ValueError, match="num_warps must be 1, 2, 4 or 8, got 3"):
         t3.prepare("sptrsv_spmv", *mats, like=x, num_warps=3)
+    with pytest.raises(ValueError, match="nap_ns must be an int from 0 to 10000, got -5"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
     with pytest.raises(TypeError):
         t3.sptrsv_spmv(*mats, x, executor="levels")   # same signature in every tier: choose through prepare
     s = _schedule("sptrsv_spmv", mats, "wavefront")

@@ -126,7 +126,12 @@ def main(argv=None):
     b.add_argument("--workers", default=None, help="sparse_fusion: comma list passed to the inspector (a sweep)")
     b.add_argument("--inspector-options", default=None,
                    help="sparse_fusion: more inspector options, e.g. slack=0.2,packing=separated")
-    b.add_argument("--executors", default=None, help="sparse_fusion: t3 executors to time (default levels,syncfree)")
+    b.add_argument("--executors", default=None,
+                   help="sparse_fusion: t3 executors to time (default levels,syncfree,dataflow where the pair allows)")
+    b.add_argument("--block-rows", default=None,
+                   help="sparse_fusion: comma list of iterations per block for t3's sync-free executors (a sweep)")
+    b.add_argument("--nap-ns", default=None,
+                   help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executor (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
@@ -186,7 +191,9 @@ def main(argv=None):
             workers=_ints(args.workers) if args.workers else (None,),
             options=_options(args.inspector_options), out_dir=args.out,
             append=args.append, kinds=tuple(args.schedules.split(",")) if args.schedules else bench.KINDS,
-            executors=tuple(args.executors.split(",")) if args.executors else None)
+            executors=tuple(args.executors.split(",")) if args.executors else None,
+            block_rows=_ints(args.block_rows) if args.block_rows else (None,),
+            nap_ns=_ints(args.nap_ns) if args.nap_ns else (None,))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

@@ -12,7 +12,7 @@ Pairs: sptrsv_spmv, spmv_sptrsv, sptrsv_sptrsv, spilu0_sptrsv, spic0_sptrsv (the
 takes are `operands(pair, A)`).
 
 Providers:
-  t3_triton_fused    one row per schedule kind and executor ("levels", "syncfree"); the
+  t3_triton_fused    one row per schedule kind and executor ("levels", "syncfree", "dataflow"); the
                      schedule is inspected once, outside the timing
   t2_triton_unfused  each kernel by its own DAG's wavefronts, one launch per level: the unfused
                      Triton baseline (it checks but does not follow a schedule: one row)
@@ -68,7 +68,7 @@ MATRICES = {
 }
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
-             "options")
+             "options", "block_rows", "nap_ns")
 
 
 def make_matrix(name: str, size: int):
@@ -463,9 +463,12 @@ def schedule_columns(s) -> dict:
     return cols
 
 
-def executors_of(fn) -> tuple:
-    """The executor variants of a tier's module (t3's EXECUTORS), else (None,)."""
-    return tuple(getattr(sys.modules[fn.__module__], "EXECUTORS", (None,)))
+def executors_of(fn, pair=None) -> tuple:
+    """The executor variants of a tier's module that can run `pair` (t3's executors_for), else (None,)."""
+    module = sys.modules[fn.__module__]
+    if pair is not None and hasattr(module, "executors_for"):
+        return tuple(module.executors_for(pair))
+    return tuple(getattr(module, "EXECUTORS", (None,)))
 
 
 def payoffs(rows: list[dict]) -> None:
@@ -531,7 +534,7 @@ def inspect_all(pair, mats, kinds, workers, options=None) -> dict:
     return out
 
 
-def runner(fn, pair, mats, v, schedule, executor, row):
+def runner(fn, pair, mats, v, schedule, executor, row, block_rows=None, nap_ns=None):
     """(row, call) for a tier: when its module has `prepare` (validation, tables and the upload
     of the values done once, like cuSPARSE's analysis) the prepared executor is what is timed,
     and the preparation's wall time is recorded as setup_ms; otherwise the pair function."""
@@ -539,6 +542,10 @@ def runner(fn, pair, mats, v, schedule, executor, row):
 
     kw = {"schedule": schedule, **({"executor": executor} if executor else {})}
     prepare = getattr(sys.modules[fn.__module__], "prepare", None)
+    if block_rows is not None and prepare is not None:
+        kw["block_rows"] = block_rows
+    if nap_ns is not None and prepare is not None:
+        kw["nap_ns"] = nap_ns
     if prepare is None:
         return {**row, "timed": "call"}, lambda: fn(*mats, v, **kw)
     start = time.perf_counter()
@@ -571,7 +578,9 @@ class _Case:
         row["gbps"] = row["bytes"] / ms / 1e6 if ms == ms and ms > 0 else math.nan
         self.rows.append(row)
         self.sink(row)
-        label = "/".join(str(row[k]) for k in ("provider", "schedule", "executor", "workers") if row[k] not in (None, ""))
+        label = "/".join(str(row.get(k)) for k in ("provider", "schedule", "executor", "workers") if row.get(k) not in (None, ""))
+        label += f" R={row['block_rows']}" if row.get("block_rows") else ""
+        label += f" nap={row['nap_ns']}" if row.get("nap_ns") else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),
@@ -607,12 +616,14 @@ class _Case:
 
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
         sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
-        progress=True, kinds=KINDS, executors=None):
+        progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,)):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
     `workers` (a sweep) and `options` go to the inspectors that take them; `executors`
-    restricts t3's executor variants (default: all it has)."""
+    restricts t3's executor variants (default: all it has); `block_rows` sweeps the iterations
+    per block of its sync-free executors (None: the module's default), `nap_ns` the dataflow
+    executor's sleep between polls."""
     import torch
 
     from tiers import registry
@@ -683,13 +694,21 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                                                  dict(provider=prov, schedule=OWN_SCHEDULE[prov])))
                             continue
                         for (kind, w), (s, insp_ms, cols) in schedules.items():
-                            for ex in (x for x in executors_of(fn) if executors is None or x in executors):
-                                row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
-                                           inspector_ms=insp_ms, **cols)
-                                if s is None:
-                                    case.record({**row, "status": cols["inspector_error"]})
-                                    continue
-                                case.measure(*runner(fn, pair, mats, v, s, ex, row))
+                            for ex in (x for x in executors_of(fn, pair) if executors is None or x in executors):
+                                module = sys.modules[fn.__module__]
+                                sweep = [(br, nap) for br in (block_rows if ex in ("syncfree", "dataflow") else (None,))
+                                         for nap in (nap_ns if ex == "dataflow" else (None,))]
+                                for br, nap in sweep:
+                                    row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
+                                               inspector_ms=insp_ms, **cols)
+                                    if ex in ("syncfree", "dataflow"):
+                                        row["block_rows"] = br if br is not None else module.BLOCK_ROWS[ex]
+                                    if ex == "dataflow":
+                                        row["nap_ns"] = nap if nap is not None else module.NAP_NS
+                                    if s is None:
+                                        case.record({**row, "status": cols["inspector_error"]})
+                                        continue
+                                    case.measure(*runner(fn, pair, mats, v, s, ex, row, br, nap))
                     for prov in (p for p in providers if p in ANCHORS):
                         row = dict(provider=prov)
                         try:

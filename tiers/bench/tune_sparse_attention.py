@@ -1,7 +1,11 @@
 """Tile sweep for the fused sparse-attention kernels on the GPU (a development tool behind the
 tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
 
-    python -m tiers.bench.tune_sparse_attention [--out DIR] [--bwd]
+    python -m tiers.bench.tune_sparse_attention [--out DIR] [--bwd] [--patterns P] [--head-dims D]
+        [--dq-configs "BM,BN,W,S;..."] [--kv-configs "..."]
+
+Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
+"flex"), so a candidate tile can be read against the anchor it has to beat.
 """
 from __future__ import annotations
 
@@ -16,33 +20,43 @@ BWD_DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (128, 32, 4, 2), (64, 32, 4, 2), (128
 BWD_KV = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 4, 2), (64, 128, 4, 2)]
 
 
-def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None):
+def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None, dq_configs=None, kv_configs=None):
     import torch
 
+    from tiers.bench.sparse_attention import _call, flex_mask
     from tiers.t3_triton_fused import sparse_attention as t3
 
     env, rows = environment(), []
-    table = t3._TILES_BWD if backward else t3._TILES
+    name_out = "sparse_tune_bwd" if backward else "sparse_tune"
+
+    def add(row):      # written after every row: a run cut short keeps what it measured
+        rows.append(row)
+        print(row, flush=True)
+        return write_rows(rows, name_out, env, out_dir)
     for D in head_dims:
         block_d = max(16, D)
-        saved = table.get(block_d)
         for name in patterns or PATTERNS:
             p = pattern(name, L)
+            table = t3._TILES_BWD if backward else t3._TILES
+            saved = table.get(block_d)
             q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
             if backward:
                 dq0, kv0 = saved
-                cases = [("dq", (cfg, kv0), cfg) for cfg in BWD_DQ] + [("dkdv", (dq0, cfg), cfg) for cfg in BWD_KV]
+                cases = ([("dq", (cfg, kv0), cfg) for cfg in dq_configs or BWD_DQ]
+                         + [("dkdv", (dq0, cfg), cfg) for cfg in kv_configs or BWD_KV])
             else:
                 cases = [("fwd", cfg, cfg) for cfg in FWD]
             for kernel, entry, cfg in cases:
                 table[block_d] = entry
                 res = measure(lambda a, b, c: t3.sparse_attention(a, b, c, p), [q, k, v],
                               "fwd_bwd" if backward else "fwd")
-                rows.append(dict(pattern=name, L=L, D=D, kernel=kernel, BM=cfg[0], BN=cfg[1], warps=cfg[2],
+                paths = add(dict(pattern=name, L=L, D=D, kernel=kernel, BM=cfg[0], BN=cfg[1], warps=cfg[2],
                                  stages=cfg[3], **res))
-                print(rows[-1], flush=True)
-        table[block_d] = saved
-    return write_rows(rows, "sparse_tune_bwd" if backward else "sparse_tune", env, out_dir)
+            mode = "fwd_bwd" if backward else "fwd"
+            res = measure(_call("flex", p, flex_mask(p)), [q, k, v], mode)
+            paths = add(dict(pattern=name, L=L, D=D, kernel="flex", **res))
+            table[block_d] = saved
+    return paths
 
 
 def main(argv=None):
@@ -51,9 +65,16 @@ def main(argv=None):
     a.add_argument("--bwd", action="store_true")
     a.add_argument("--patterns", default=None, help="comma list (default: every benchmark pattern)")
     a.add_argument("--head-dims", default="64,128")
+    a.add_argument("--dq-configs", default=None, help='backward dQ tiles "BM,BN,warps,stages;..." (default BWD_DQ)')
+    a.add_argument("--kv-configs", default=None, help="backward dK/dV tiles, same form (default BWD_KV)")
     args = a.parse_args(argv)
+
+    def configs(text):
+        return [tuple(int(x) for x in c.split(",")) for c in text.split(";")] if text else None
+
     print(*run(args.out, args.bwd, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
-               patterns=args.patterns.split(",") if args.patterns else None))
+               patterns=args.patterns.split(",") if args.patterns else None,
+               dq_configs=configs(args.dq_configs), kv_configs=configs(args.kv_configs)))
 
 
 if __name__ == "__main__":

@@ -80,23 +80,65 @@ def affine_fetch(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL,
 
 
 @triton.jit
+def _pending(x, at, m, N_IN, SENT: tl.constexpr):
+    """1 while some entry of x read from VEC[at] (over m) past the input vector still holds SENT."""
+    if x.dtype == tl.float64:
+        bits = x.to(tl.int64, bitcast=True)
+    else:
+        bits = x.to(tl.int32, bitcast=True)
+    return tl.max((m & (at >= N_IN) & (bits == SENT)).to(tl.int32))
+
+
+@triton.jit
+def _nap(ns):
+    """Sleep for about `ns` nanoseconds (PTX nanosleep; GPU only), returning ns."""
+    return tl.inline_asm_elementwise("nanosleep.u32 $1; mov.b32 $0, $1;", "=r,r", [ns], dtype=tl.int32,
+                                     is_pure=False, pack=1)
+
+
+@triton.jit
+def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+    """(VEC[px] over m, VEC[rhs_at] over mr). With AWAIT, VEC's outputs (positions ≥ N_IN) start
+    out holding the sentinel SENT, a signalling-NaN bit pattern that arithmetic never produces,
+    and both loads are repeated together until none of the entries read holds it: each value is
+    its own ready flag, and one round trip brings everything a row waits for. Volatile loads go
+    to L2 every time, where the writer's store lands. NAP > 0: sleep that many nanoseconds
+    between polls, leaving the SM's load pipeline and L2 to the rows that are running."""
+    if AWAIT:
+        x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
+        rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
+        busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
+        while busy != 0:
+            if NAP > 0:
+                _nap(tl.full([], NAP, tl.int32))
+            x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
+            rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
+            busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
+    else:
+        x = tl.load(VEC + px, mask=m, other=0.0, cache_modifier=".cg")
+        rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, cache_modifier=".cg")
+    return x, rhs
+
+
+@triton.jit
 def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                  STATIC: tl.constexpr, CHUNK: tl.constexpr):
+                  STATIC: tl.constexpr, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr,
+                  NAP: tl.constexpr):
     """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read; entries past the first CHUNK are
     walked CHUNK at a time, so a row of thousands of non-zeros (a power-law hub) only takes
-    more trips round the loop."""
+    more trips round the loop. AWAIT: the vector entries are read by vec_loads' wait."""
     if not STATIC:
         a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
         d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
-    x = tl.load(VEC + px, mask=m, other=0.0, cache_modifier=".cg")
+    x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
     acc = tl.sum(a * x, 1)
     for c in range(CHUNK, tl.max(end - start, 0), CHUNK):
         e = start[:, None] + c + tl.arange(0, CHUNK)[None, :]
         me = ok[:, None] & (e < end[:, None])
         ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
-        xe = tl.load(VEC + tl.load(ENT_VEC + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
+        xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT, SENT,
+                          NAP)
         acc += tl.sum(ae * xe, 1)
-    rhs = tl.load(VEC + rhs_at, mask=ok & (rhs_at >= 0), other=0.0, cache_modifier=".cg")
     tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
 
 
@@ -107,7 +149,7 @@ def affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC
     start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
         v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, STATIC, CHUNK)
     affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                  STATIC, CHUNK)
+                  STATIC, CHUNK, 0, False, 0, 0)
 
 
 @triton.jit

@@ -1,5 +1,5 @@
 """Sparse fusion, fused: the two kernels of a pair run as one schedule of joint iterations
-(tiers/fusion_schedules.py), by one of two executors.
+(tiers/fusion_schedules.py), by one of three executors.
 
 A joint iteration is one row of one kernel — an SpMV or SpTRSV row, or an ILU(0)/IC(0) row —
 computed by the building blocks of tiers/kernels/sparse_rows.py from index tables built once per
@@ -37,6 +37,14 @@ before: each block of iterations waits only for the blocks it reads from.
   Under TRITON_INTERPRET=1 programs run one after another in program-id order: the ticket is
   the program id, every dependence is already done, and the spins exit at once.
 
+executor="dataflow": the same tickets and blocks, without flags — for the pairs whose every
+iteration writes one vector entry, once (SpMV and SpTRSV rows; not ILU(0)/IC(0), whose rows
+rewrite factor entries step by step). The outputs start out holding a sentinel bit pattern (a
+signalling NaN: no arithmetic produces one, and the inputs are checked finite), and a row
+re-reads the entries it needs until none holds it. A dependence hop is then a store and the
+load that sees it: no barrier, no release fence, no flag. On the H100 this halves the time
+of the flag executor (figures/data/sparse_fusion_*).
+
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
 validation, tables, the upload of the matrices' values — and returns a callable that only
@@ -53,28 +61,43 @@ from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import affine_fetch, affine_finish, factor_rows, iterations
-from tiers.validation import validate_sparse_fusion
+from tiers.validation import interpreting, validate_sparse_fusion
 
-EXECUTORS = ("levels", "syncfree")
-BLOCK_ROWS = 16          # R: iterations per sync-free block (lanes of one program)
+EXECUTORS = ("levels", "syncfree", "dataflow")
+BLOCK_ROWS = {"syncfree": 16, "dataflow": 4}
+"""R, iterations per sync-free block (lanes of one program), per executor; swept on the H100
+(1M-row 2D Poisson, sptrsv_spmv, float64): the flag executor changes little with R (4.0–4.2 ms
+for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.86 ms; R = 1: 2.23,
+R = 2: 2.34, R = 8: 3.96), and much slower with wider blocks: a block finishes when its last row
+is ready, and more spinning lanes keep L2 busy with polls."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
+NAP_NS = 100             # dataflow: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
 
 
 LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
 """executor=None takes "levels" for a schedule of at most this many levels on this device type,
-"syncfree" otherwise. Measured on an H100 (figures/data/sparse_fusion_*): the sync-free kernel
-was 5–14× faster than one launch per level on every pair, schedule and matrix run (1M-row 2D
-and 3D Poisson; 299 to 3998 levels), so the GPU always takes it; shallower DAGs were not
-measured. In the interpreter the level executor runs fewer, larger programs, which the
-interpreter executes faster."""
+otherwise a sync-free executor: "dataflow" where the pair allows it, else "syncfree". Measured
+on an H100 (figures/data/sparse_fusion_*): the flag executor was 5–14× faster than one launch
+per level on every pair, schedule and matrix run (1M-row 2D and 3D Poisson; 299 to 3998
+levels), and the dataflow executor 1.9–2.2× faster than the flag executor on the 2D Poisson
+pairs it can run; shallower DAGs were not measured. In the interpreter the level executor runs
+fewer, larger programs, which the interpreter executes faster."""
+
+
+def executors_for(pair: str) -> tuple:
+    """The executors that can run `pair`: "dataflow" only where every iteration writes one
+    vector entry once (no factor rows)."""
+    return EXECUTORS if pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv") else EXECUTORS[:2]
 
 
 def executor_rule(device, schedule) -> str:
     """The executor that executor=None picks for this schedule on this device (LEVELS_UP_TO)."""
     limit = LEVELS_UP_TO.get(device.type, LEVELS_UP_TO["cuda"])
-    return "levels" if schedule.levels() <= limit else "syncfree"
+    if schedule.levels() <= limit:
+        return "levels"
+    return "dataflow" if "dataflow" in executors_for(schedule.pair) else "syncfree"
 
 
 # ---------------------------------------------------------------- executor (a): one launch per level
@@ -162,7 +185,7 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
     if FACTOR != 0:
         factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
     affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
-                  FACTOR == 0, CHUNK)
+                  FACTOR == 0, CHUNK, 0, False, 0, 0)
     tl.debug_barrier()                 # every thread's stores issued before the flag goes up
     tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
 
@@ -229,6 +252,44 @@ def _run_syncfree(run, val, vec):
                          CHUNK=CHUNK, DEPS=DEPS, num_warps=run.num_warps)
 
 
+# ---------------------------------------------------------------- executor (c): sync-free, the data as flags
+
+SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
+"""Bit patterns of VEC's outputs before they are written: signalling NaNs, which no arithmetic
+produces (a NaN result is quiet) and which the validated, finite inputs never hold."""
+
+
+@triton.jit
+def _dataflow(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+    """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
+    reads the vector entries its row needs as soon as they stop holding the sentinel, so a
+    dependence costs one store and the loads that see it — no barrier, no fence, no flag."""
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    first = tl.load(BLK_PTR + t)
+    lane = first + tl.arange(0, R)
+    ok = lane < tl.load(BLK_PTR + t + 1)
+    v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+        v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+    affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                  True, CHUNK, N_IN, True, SENT, NAP)
+
+
+def _run_dataflow(run, val, vec):
+    blocks, sdev = run.plan
+    if blocks == 0:
+        return
+    n = run.tables.n1
+    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
+    vec.view(bits)[n:] = SENTINEL[vec.dtype]
+    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
+    _dataflow[(blocks,)](ticket, sdev["blk_ptr"], sdev["blk_iter"],
+                         *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst")), val, vec, n,
+                         R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
+                         NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+
+
 # ---------------------------------------------------------------- the pair functions
 
 class Prepared:
@@ -236,47 +297,52 @@ class Prepared:
     returns, launching only the executor's kernels — the tables and the matrices' values are
     already on the device. Made by `prepare`."""
 
-    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, device, dtype):
+    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, device, dtype):
         self.problem, self.schedule, self.executor = problem, schedule, executor
-        self.tickets, self.block_rows, self.num_warps = tickets, block_rows, num_warps
+        self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
             self.plan = schedule.cached(("t3_levels", str(device)), lambda: _level_plan(schedule, device))
-        else:
+        else:     # both sync-free executors run the same blocks
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                     lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
 
     def __call__(self, vector):
         vec = rows.new_vector(self.tables, vector, self.values)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
-        if self.executor == "levels":
-            _run_levels(self, val, vec)
-        else:
-            _run_syncfree(self, val, vec)
+        {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow}[self.executor](self, val, vec)
         return rows.results(self.tables, self.problem, val, vec)
 
 
-def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=BLOCK_ROWS,
-            num_warps=NUM_WARPS) -> Prepared:
+def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
+            num_warps=NUM_WARPS, nap_ns=NAP_NS) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
-    typed and placed like the tensor `like`. executor: "levels", "syncfree" or None
-    (executor_rule). For the sync-free kernel: tickets, the block order ("dag" or "schedule",
-    see ticket_blocks); block_rows, iterations per block (a power of two up to 128); num_warps
-    of each program (1, 2, 4 or 8; the level executor uses it too)."""
+    typed and placed like the tensor `like`. executor: "levels", "syncfree", "dataflow" or None
+    (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
+    see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
+    BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
+    uses it too); nap_ns, the dataflow executor's sleep between polls (0 to 10000 ns)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
+    if executor is not None and executor not in executors_for(pair):
+        raise ValueError(f"executor {executor!r} waits on the vector's entries, but {pair} computes a factor in "
+                         f"place (entries rewritten step by step); use one of {', '.join(executors_for(pair))}")
     if tickets not in ("dag", "schedule"):
         raise ValueError(f"tickets must be 'dag' or 'schedule', got {tickets!r}")
-    if isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128):
+    if block_rows is not None and (isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128)):
         raise ValueError(f"block_rows must be a power of two from 1 to 128, got {block_rows!r}")
     if isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8):
         raise ValueError(f"num_warps must be 1, 2, 4 or 8, got {num_warps!r}")
+    if isinstance(nap_ns, bool) or not isinstance(nap_ns, int) or not 0 <= nap_ns <= 10000:
+        raise ValueError(f"nap_ns must be an int from 0 to 10000, got {nap_ns!r}")
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
-    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, like.device, like.dtype)
+    if block_rows is None:
+        block_rows = BLOCK_ROWS.get(executor, 1)
+    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, like.device, like.dtype)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
