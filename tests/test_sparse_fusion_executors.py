@@ -86,7 +86,7 @@ EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{
                   for pair in PAIRS for kind in fs.KINDS
                   for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
                                            ("syncfree", "schedule", ("float64",)), ("dataflow", "dag", DTYPES),
-                                           ("dataflow", "schedule", ("float64",)))
+                                           ("dataflow", "schedule", ("float64",)), ("chains", "dag", DTYPES))
                   for dt in dts if ex in t3.executors_for(pair)]
 
 
@@ -99,14 +99,14 @@ def test_t3_executor_matches_t0(pair, kind, executor, tickets, dtype):
            f"t3 {executor}/{tickets} {pair} {kind}")
 
 
-@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow"])
+@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains"])
 def test_hub_rows_longer_than_many_chunks(tier_executor):
     """A power-law graph's hub rows hold far more non-zeros than one CHUNK: their loops go round
     many times, in SpMV, in the solves and in IC(0)'s dot products."""
     A = sm.powerlaw_laplacian(150, m=2, seed=3)
     assert np.diff(A.indptr).max() > 4 * max(t3.CHUNK, t2.CHUNK)
     rng = np.random.default_rng(_seed("hub"))
-    for pair in ("sptrsv_spmv", "spic0_sptrsv" if tier_executor != "dataflow" else "spmv_sptrsv"):
+    for pair in ("sptrsv_spmv", "spic0_sptrsv" if tier_executor not in ("dataflow", "chains") else "spmv_sptrsv"):
         mats = operands(pair, A)
         b = rng.standard_normal(A.shape[0])
         v, s = _vector(b, "float64"), fs.inspect(pair, *mats, workers=2)
@@ -142,7 +142,59 @@ def test_one_row(executor):
         _check(out, _reference(pair, mats, b, "float64", ("one", pair)), pair, mats, "float64", pair)
 
 
+@pytest.mark.parametrize("steps", [1, 3, 64])
+def test_chain_lengths(steps):
+    """Chains cut after one link (every block a lane group), a few, or longer than any chain."""
+    for pair in ("sptrsv_spmv", "sptrsv_sptrsv"):
+        mats, b = _problem(pair)
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
+                         executor="chains", chain_steps=steps, block_rows=2)
+        _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+               "float64", f"S={steps} {pair}")
+
+
 # ---------------------------------------------------------------- the sync-free ticket order
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv")), R=st.sampled_from([1, 2, 4, 16]),
+       S=st.integers(1, 40))
+def test_chain_blocks_wait_only_on_the_past(gen, size, seed, pair, R, S):
+    """Every iteration in exactly one slot; a chain block has one lane and at most S steps, a
+    block of single iterations at most R lanes and one step; for every dependence u → v, u is in
+    an earlier block, or in v's block at an earlier step — never in the same step (lanes run at
+    once) nor in a later block (a program waits only for programs that already hold a ticket)."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind="wavefront")
+    blk_ptr, steps, blk_iter = t3.chain_blocks(s, mats, R, S)
+    n = s.n1 + s.n2
+    assert sorted(blk_iter[blk_iter >= 0].tolist()) == list(range(n))
+    assert (np.diff(blk_ptr) == steps * R).all() and steps.min() >= 1 and steps.max() <= S
+    block_of, step_of, lane_of = (np.empty(n, dtype=np.int64) for _ in range(3))
+    for t in range(len(steps)):
+        grid = blk_iter[blk_ptr[t]:blk_ptr[t + 1]].reshape(steps[t], R)
+        used = grid >= 0
+        assert used.any(axis=1).all()                       # no empty step
+        if steps[t] > 1:
+            assert not used[:, 1:].any()                    # a chain: lane 0 only
+        block_of[grid[used]] = t
+        step_of[grid[used]] = np.nonzero(used)[0]
+    u, v = sd.joint_dag(pair, *mats).sources()
+    assert ((block_of[u] < block_of[v]) | ((block_of[u] == block_of[v]) & (step_of[u] < step_of[v]))).all()
+
+
+def test_chains_follow_a_stencil_row():
+    """On a 2D grid in natural order each row of the solve waits last for its left neighbour, so
+    the chains run along grid rows, cut every S."""
+    A = sm.poisson2d(12)
+    mats = operands("sptrsv_spmv", A)
+    blk_ptr, steps, blk_iter = t3.chain_blocks(fs.inspect("sptrsv_spmv", *mats, kind="wavefront"), mats, 4, 5)
+    chains = [blk_iter[blk_ptr[t]:blk_ptr[t + 1]:4] for t in range(len(steps)) if steps[t] > 1]
+    assert sorted(len(c) for c in chains) == sorted([5, 5, 2] * 12)
+    for c in chains:
+        assert (np.diff(c) == 1).all() and c[0] // 12 == c[-1] // 12
+
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
@@ -272,7 +324,7 @@ def test_the_prepared_vector_must_fit():
 def test_executor_options():
     mats, b = _problem("sptrsv_spmv")
     x = _vector(b, "float64")
-    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow or None, got 'fast'"):
+    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow, chains or None, got 'fast'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
     A = sm.poisson2d(4)
     with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
@@ -286,6 +338,10 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, num_warps=3)
     with pytest.raises(ValueError, match="nap_ns must be an int from 0 to 10000, got -5"):
         t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
+    with pytest.raises(ValueError, match="chain_steps must be an int from 1 to 4096, got 0"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, chain_steps=0)
+    with pytest.raises(ValueError, match="executor 'chains' waits on the vector's entries, but spic0_sptrsv"):
+        t3.prepare("spic0_sptrsv", sm.poisson2d(4), like=_vector(np.ones(16), "float64"), executor="chains")
     with pytest.raises(TypeError):
         t3.sptrsv_spmv(*mats, x, executor="levels")   # same signature in every tier: choose through prepare
     s = _schedule("sptrsv_spmv", mats, "wavefront")

@@ -127,11 +127,13 @@ def main(argv=None):
     b.add_argument("--inspector-options", default=None,
                    help="sparse_fusion: more inspector options, e.g. slack=0.2,packing=separated")
     b.add_argument("--executors", default=None,
-                   help="sparse_fusion: t3 executors to time (default levels,syncfree,dataflow where the pair allows)")
+                   help="sparse_fusion: t3 executors to time (default levels,syncfree,dataflow,chains where the pair allows)")
     b.add_argument("--block-rows", default=None,
                    help="sparse_fusion: comma list of iterations per block for t3's sync-free executors (a sweep)")
     b.add_argument("--nap-ns", default=None,
-                   help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executor (a sweep)")
+                   help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executors (a sweep)")
+    b.add_argument("--chain-steps", default=None,
+                   help="sparse_fusion: comma list of links per block for t3's chain executor (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
@@ -193,7 +195,8 @@ def main(argv=None):
             append=args.append, kinds=tuple(args.schedules.split(",")) if args.schedules else bench.KINDS,
             executors=tuple(args.executors.split(",")) if args.executors else None,
             block_rows=_ints(args.block_rows) if args.block_rows else (None,),
-            nap_ns=_ints(args.nap_ns) if args.nap_ns else (None,))
+            nap_ns=_ints(args.nap_ns) if args.nap_ns else (None,),
+            chain_steps=_ints(args.chain_steps) if args.chain_steps else (None,))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

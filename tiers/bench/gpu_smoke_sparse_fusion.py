@@ -4,8 +4,9 @@
 
 t3 sparse-attention gradients with the current backward tiles against float64 t1, then every
 sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow
-where the pair allows) against t0. Exits 2 when the flag executor fails and 3 when only the
-dataflow executor fails, so a session script can leave the failing one out of the benchmark
+and chains where the pair allows) against t0. Exits 2 when the flag executor fails, else 3 when
+the dataflow executor fails, else 4 when the chain executor fails, so a session script can leave
+the failing one out of the benchmark
 (`--executors ...`); run it under `timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
 import sys
 import time
@@ -41,7 +42,7 @@ from tiers.fusion_schedules import inspect
 from tiers.t3_triton_fused import sparse_fusion as t3f
 
 rng = np.random.default_rng(0)
-fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "t2": 0}
+fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "chains": 0, "t2": 0}
 for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_laplacian(NP, m=3, seed=1))):
     for pair in PAIRS:
         mats = operands(pair, A)
@@ -66,4 +67,4 @@ for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_lapla
                     print(f"{mname} {pair} {dtype} t3 {kind} {ex}: rel {max(r['rel'] for r in res):.1e} "
                           f"{'ok' if ok else 'FAILED'} ({time.perf_counter() - t:.2f} s)", flush=True)
 print("failures:", fails, "attention:", bad_attention)
-sys.exit(2 if fails["syncfree"] else 3 if fails["dataflow"] else 0)
+sys.exit(2 if fails["syncfree"] else 3 if fails["dataflow"] else 4 if fails["chains"] else 0)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime
 import inspect as _inspect
+import itertools
 import math
 import statistics
 import sys
@@ -68,7 +69,16 @@ MATRICES = {
 }
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
-             "options", "block_rows", "nap_ns")
+             "options", "block_rows", "nap_ns", "chain_steps")
+TUNING = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
+          "chains": ("block_rows", "nap_ns", "chain_steps")}
+"""The options of t3's prepare that each executor takes, swept by run() and recorded per row."""
+
+
+def tuning_default(module, executor, name):
+    """What t3's prepare uses for option `name` of `executor` when it is not given."""
+    return {"block_rows": lambda: module.BLOCK_ROWS[executor], "nap_ns": lambda: module.NAP_NS,
+            "chain_steps": lambda: module.CHAIN_STEPS}[name]()
 
 
 def make_matrix(name: str, size: int):
@@ -534,18 +544,17 @@ def inspect_all(pair, mats, kinds, workers, options=None) -> dict:
     return out
 
 
-def runner(fn, pair, mats, v, schedule, executor, row, block_rows=None, nap_ns=None):
+def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     """(row, call) for a tier: when its module has `prepare` (validation, tables and the upload
     of the values done once, like cuSPARSE's analysis) the prepared executor is what is timed,
-    and the preparation's wall time is recorded as setup_ms; otherwise the pair function."""
+    and the preparation's wall time is recorded as setup_ms; otherwise the pair function.
+    `tune`: more options for prepare (TUNING)."""
     import torch
 
     kw = {"schedule": schedule, **({"executor": executor} if executor else {})}
     prepare = getattr(sys.modules[fn.__module__], "prepare", None)
-    if block_rows is not None and prepare is not None:
-        kw["block_rows"] = block_rows
-    if nap_ns is not None and prepare is not None:
-        kw["nap_ns"] = nap_ns
+    if prepare is not None:
+        kw.update(tune or {})
     if prepare is None:
         return {**row, "timed": "call"}, lambda: fn(*mats, v, **kw)
     start = time.perf_counter()
@@ -581,6 +590,7 @@ class _Case:
         label = "/".join(str(row.get(k)) for k in ("provider", "schedule", "executor", "workers") if row.get(k) not in (None, ""))
         label += f" R={row['block_rows']}" if row.get("block_rows") else ""
         label += f" nap={row['nap_ns']}" if row.get("nap_ns") else ""
+        label += f" S={row['chain_steps']}" if row.get("chain_steps") else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),
@@ -616,14 +626,14 @@ class _Case:
 
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
         sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
-        progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,)):
+        progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,), chain_steps=(None,)):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
     `workers` (a sweep) and `options` go to the inspectors that take them; `executors`
     restricts t3's executor variants (default: all it has); `block_rows` sweeps the iterations
     per block of its sync-free executors (None: the module's default), `nap_ns` the dataflow
-    executor's sleep between polls."""
+    executors' sleep between polls, `chain_steps` the chain executor's links per block."""
     import torch
 
     from tiers import registry
@@ -649,6 +659,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     no_cupy = cupy_status() if device == "cuda" else "n/a: no CUDA device"
     sizes, workers = dict(sizes or {}), tuple(workers) or (None,)
     tiers_here = [p for p in providers if p in TIER_PROVIDERS]
+    sweeps = {"block_rows": block_rows, "nap_ns": nap_ns, "chain_steps": chain_steps}
     rows, paths = [], ()
 
     def write():
@@ -696,19 +707,16 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                         for (kind, w), (s, insp_ms, cols) in schedules.items():
                             for ex in (x for x in executors_of(fn, pair) if executors is None or x in executors):
                                 module = sys.modules[fn.__module__]
-                                sweep = [(br, nap) for br in (block_rows if ex in ("syncfree", "dataflow") else (None,))
-                                         for nap in (nap_ns if ex == "dataflow" else (None,))]
-                                for br, nap in sweep:
+                                names = TUNING.get(ex, ())
+                                for combo in itertools.product(*(sweeps[k] for k in names)):
+                                    tune = {k: c for k, c in zip(names, combo) if c is not None}
                                     row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
                                                inspector_ms=insp_ms, **cols)
-                                    if ex in ("syncfree", "dataflow"):
-                                        row["block_rows"] = br if br is not None else module.BLOCK_ROWS[ex]
-                                    if ex == "dataflow":
-                                        row["nap_ns"] = nap if nap is not None else module.NAP_NS
+                                    row.update({k: tune.get(k, tuning_default(module, ex, k)) for k in names})
                                     if s is None:
                                         case.record({**row, "status": cols["inspector_error"]})
                                         continue
-                                    case.measure(*runner(fn, pair, mats, v, s, ex, row, br, nap))
+                                    case.measure(*runner(fn, pair, mats, v, s, ex, row, tune))
                     for prov in (p for p in providers if p in ANCHORS):
                         row = dict(provider=prov)
                         try:

@@ -121,17 +121,11 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 
 
 @triton.jit
-def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                  STATIC: tl.constexpr, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr,
-                  NAP: tl.constexpr):
-    """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read; entries past the first CHUNK are
-    walked CHUNK at a time, so a row of thousands of non-zeros (a power-law hub) only takes
-    more trips round the loop. AWAIT: the vector entries are read by vec_loads' wait."""
-    if not STATIC:
-        a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
-        d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
-    x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
-    acc = tl.sum(a * x, 1)
+def _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
+              SENT: tl.constexpr, NAP: tl.constexpr):
+    """Σ a·x over a row's entries past its first CHUNK, CHUNK at a time: a row of thousands of
+    non-zeros (a power-law hub) only takes more trips round the loop."""
+    acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     for c in range(CHUNK, tl.max(end - start, 0), CHUNK):
         e = start[:, None] + c + tl.arange(0, CHUNK)[None, :]
         me = ok[:, None] & (e < end[:, None])
@@ -139,7 +133,39 @@ def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, E
         xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT, SENT,
                           NAP)
         acc += tl.sum(ae * xe, 1)
+    return acc
+
+
+@triton.jit
+def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                  STATIC: tl.constexpr, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr,
+                  NAP: tl.constexpr):
+    """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read. AWAIT: the vector entries are
+    read by vec_loads' wait."""
+    if not STATIC:
+        a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
+        d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
+    x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
+    acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, AWAIT,
+                                       SENT, NAP)
     tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
+
+
+@triton.jit
+def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC, VAL, VEC,
+                CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+    """One step of R chains (static values, awaited vector entries): like affine_finish, but an
+    entry that the lane's previous step wrote (prev_dst) is taken from that step's value
+    (prev_val) instead of being read back, so a link of a chain costs no round trip to L2.
+    Returns the values written."""
+    own = px == prev_dst[:, None]
+    x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
+    x = tl.where(own, prev_val[:, None], x)
+    acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
+                                       SENT, NAP)
+    val = _div(rhs + sign * acc, d)
+    tl.store(VEC + dst, val, mask=ok)
+    return val
 
 
 @triton.jit

@@ -45,6 +45,14 @@ re-reads the entries it needs until none holds it. A dependence hop is then a st
 load that sees it: no barrier, no release fence, no flag. On the H100 this halves the time
 of the flag executor (figures/data/sparse_fusion_*).
 
+executor="chains": the dataflow executor over other blocks (chain_blocks): a program walks a
+chain of iterations that each wait last on the one before, carrying each value to the next step
+in a register. Measured on the H100 (2026-11-25, float64): a chain step costs about what a hop
+between programs costs (an L2 round trip for the other entries), so chains win only where a
+chain replaces several hops — 3D 7-point Poisson, 0.69 vs 0.79 ms; 27-point about even; 2D
+Poisson 2.05–2.3 ms vs 1.71 (longer chains slower) and the power-law graph 1.35 vs 1.23 lose.
+Prefetching the next step's tables did not help (2D 2.5 ms). executor=None never picks it.
+
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
 validation, tables, the upload of the matrices' values — and returns a callable that only
@@ -60,20 +68,22 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import affine_fetch, affine_finish, factor_rows, iterations
+from tiers.kernels.sparse_rows import affine_fetch, affine_finish, affine_step, factor_rows, iterations
 from tiers.validation import interpreting, validate_sparse_fusion
 
-EXECUTORS = ("levels", "syncfree", "dataflow")
-BLOCK_ROWS = {"syncfree": 16, "dataflow": 4}
+EXECUTORS = ("levels", "syncfree", "dataflow", "chains")
+BLOCK_ROWS = {"syncfree": 16, "dataflow": 4, "chains": 4}
 """R, iterations per sync-free block (lanes of one program), per executor; swept on the H100
-(1M-row 2D Poisson, sptrsv_spmv, float64): the flag executor changes little with R (4.0–4.2 ms
-for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.86 ms; R = 1: 2.23,
-R = 2: 2.34, R = 8: 3.96), and much slower with wider blocks: a block finishes when its last row
-is ready, and more spinning lanes keep L2 busy with polls."""
+(1M-row 2D Poisson, sptrsv_spmv, float64, 2026-11-23): the flag executor changes little with R
+(4.0–4.2 ms for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.73 ms with
+NAP_NS = 100, 1.88 without; R = 2: 2.3, R = 8: 3.5–4.0; on 3D Poisson and the power-law graph R =
+16/64/128 were 1.3–3× slower than R = 4): a block finishes when its last row is ready, and
+more spinning lanes keep L2 busy with polls. chains: R lanes for the single iterations."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
-NAP_NS = 100             # dataflow: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
+NAP_NS = 100             # dataflow, chains: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
+CHAIN_STEPS = 16         # chains: links per chain block at most (see BLOCK_ROWS)
 
 
 LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
@@ -290,6 +300,124 @@ def _run_dataflow(run, val, vec):
                          NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
 
 
+# ---------------------------------------------------------------- executor (d): dataflow along chains
+
+def _walk(head, parent):
+    """(first iteration of the chain, position in it) for every iteration: chains follow the
+    links parent[v] → v of the iterations that are not heads (pointer jumping, log₂ of the
+    longest chain rounds)."""
+    ids = np.arange(len(head))
+    anc = np.where(head, ids, parent)
+    dist = (~head).astype(np.int64)
+    while True:
+        up = anc[anc]
+        if np.array_equal(up, anc):
+            return anc, dist
+        dist = dist + dist[anc]
+        anc = up
+
+
+def chain_blocks(schedule, mats, R, S):
+    """Blocks for executor="chains": (blk_ptr, blk_steps, blk_iter), block t owning slots
+    blk_iter[blk_ptr[t] : blk_ptr[t] + R·blk_steps[t]], step-major (slot s·R + lane), −1 for none.
+
+    A chain links each iteration to the iteration of the same kernel it waits for last (one
+    wavefront level up; the largest such id, so a 2D stencil chains along its grid rows), when
+    it is that iteration's first such successor. Chains are cut every S links, and cut again
+    wherever an iteration waits on a chain whose key — the level of its first iteration — is
+    not smaller than its own chain's (repeated until none does): then waits only point to
+    smaller keys, blocks in key order are a topological order, and the sync-free argument of
+    ticket_blocks holds. A chain of two or more iterations gets a block of its own (lane 0,
+    one step per link); single iterations of one key share blocks of R lanes. The schedule
+    orders what the keys leave equal."""
+    n = schedule.n1 + schedule.n2
+    dag = dags.joint_dag(schedule.pair, *mats)
+    level = dags.wavefront_levels(dag)
+    u, v = dag.sources()
+    same = (level[u] == level[v] - 1) & ((u < schedule.n1) == (v < schedule.n1))
+    parent = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(parent, v[same], u[same])
+    has = np.flatnonzero(parent >= 0)
+    first = np.full(n, n, dtype=np.int64)
+    np.minimum.at(first, parent[has], has)
+    head = np.ones(n, dtype=bool)
+    head[has] = first[parent[has]] != has
+    while True:
+        top, pos = _walk(head, parent)
+        key = level[top]
+        new = (pos % S == 0) & ~head
+        new[v[(top[u] != top[v]) & (key[u] >= key[v])]] = True
+        if not new.any():
+            break
+        head |= new
+    at = np.empty(n, dtype=np.int64)
+    at[schedule.order] = np.arange(n)
+    length = np.bincount(top, minlength=n)
+    heads = np.flatnonzero(head)
+    chain = length[heads] > 1
+    heads = heads[np.lexsort((at[heads], chain, key[heads]))]
+    chain = length[heads] > 1
+    # a new block at every chain, at every change of key, and every R single iterations
+    k = key[heads]
+    start = chain | np.r_[True, k[1:] != k[:-1]]
+    start[1:] |= chain[:-1]
+    run = np.maximum.accumulate(np.where(start, np.arange(len(heads)), 0))
+    start |= ~chain & ((np.arange(len(heads)) - run) % R == 0)
+    block = np.cumsum(start) - 1
+    lane = np.arange(len(heads)) - np.flatnonzero(start)[block]
+    steps = np.zeros(block[-1] + 1 if len(heads) else 0, dtype=np.int64)
+    np.maximum.at(steps, block, length[heads])
+    blk_ptr = np.zeros(len(steps) + 1, dtype=np.int64)
+    np.cumsum(steps * R, out=blk_ptr[1:])
+    block_of, lane_of = np.empty(n, np.int64), np.empty(n, np.int64)
+    block_of[heads], lane_of[heads] = block, lane
+    blk_iter = np.full(blk_ptr[-1], -1, dtype=np.int64)
+    blk_iter[blk_ptr[block_of[top]] + pos * R + lane_of[top]] = np.arange(n)
+    return blk_ptr, steps, blk_iter
+
+
+@triton.jit
+def _chains(TICKET, BLK_PTR, BLK_STEPS, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+            R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+    """The dataflow executor over chain blocks: step by step, each lane runs the next iteration
+    of its chain, taking the entry its previous step wrote from a register."""
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    base = tl.load(BLK_PTR + t)
+    lane = tl.arange(0, R)
+    prev_dst = tl.full([R], -1, tl.int32)
+    prev_val = tl.zeros([R], dtype=VAL.dtype.element_ty)
+    for step in range(0, tl.load(BLK_STEPS + t)):
+        v = tl.load(BLK_ITER + base + step * R + lane)
+        ok = v >= 0
+        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+            v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+        val = affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC,
+                          VAL, VEC, CHUNK, N_IN, SENT, NAP)
+        prev_dst = tl.where(ok, dst, -1)
+        prev_val = val
+
+
+def _chain_plan(schedule, mats, R, S, device):
+    blk_ptr, steps, blk_iter = chain_blocks(schedule, mats, R, S)
+    dev = rows.to_device({"blk_ptr": blk_ptr.astype(np.int32), "blk_steps": steps.astype(np.int32),
+                          "blk_iter": blk_iter.astype(np.int32)}, device)
+    return len(steps), dev
+
+
+def _run_chains(run, val, vec):
+    blocks, sdev = run.plan
+    if blocks == 0:
+        return
+    n = run.tables.n1
+    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
+    vec.view(bits)[n:] = SENTINEL[vec.dtype]
+    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
+    _chains[(blocks,)](ticket, sdev["blk_ptr"], sdev["blk_steps"], sdev["blk_iter"],
+                       *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst")), val, vec,
+                       n, R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
+                       NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+
+
 # ---------------------------------------------------------------- the pair functions
 
 class Prepared:
@@ -297,32 +425,41 @@ class Prepared:
     returns, launching only the executor's kernels — the tables and the matrices' values are
     already on the device. Made by `prepare`."""
 
-    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, device, dtype):
+    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, device,
+                 dtype):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
+        self.chain_steps = chain_steps
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
             self.plan = schedule.cached(("t3_levels", str(device)), lambda: _level_plan(schedule, device))
-        else:     # both sync-free executors run the same blocks
+        elif executor == "chains":
+            self.plan = schedule.cached(("t3_chains", block_rows, chain_steps, str(device)),
+                                        lambda: _chain_plan(schedule, problem.matrices, block_rows, chain_steps, device))
+        else:     # syncfree and dataflow run the same blocks
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                     lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
 
     def __call__(self, vector):
         vec = rows.new_vector(self.tables, vector, self.values)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
-        {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow}[self.executor](self, val, vec)
+        RUNS[self.executor](self, val, vec)
         return rows.results(self.tables, self.problem, val, vec)
 
 
+RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow, "chains": _run_chains}
+
+
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
-            num_warps=NUM_WARPS, nap_ns=NAP_NS) -> Prepared:
+            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=CHAIN_STEPS) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: "levels", "syncfree", "dataflow" or None
     (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
     see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
     BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
-    uses it too); nap_ns, the dataflow executor's sleep between polls (0 to 10000 ns)."""
+    uses it too); nap_ns, the dataflow and chain executors' sleep between polls (0 to 10000 ns);
+    chain_steps, the chain executor's links per block (1 to 4096)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -337,12 +474,15 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
         raise ValueError(f"num_warps must be 1, 2, 4 or 8, got {num_warps!r}")
     if isinstance(nap_ns, bool) or not isinstance(nap_ns, int) or not 0 <= nap_ns <= 10000:
         raise ValueError(f"nap_ns must be an int from 0 to 10000, got {nap_ns!r}")
+    if isinstance(chain_steps, bool) or not isinstance(chain_steps, int) or not 1 <= chain_steps <= 4096:
+        raise ValueError(f"chain_steps must be an int from 1 to 4096, got {chain_steps!r}")
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
     if block_rows is None:
         block_rows = BLOCK_ROWS.get(executor, 1)
-    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, like.device, like.dtype)
+    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, like.device,
+                    like.dtype)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
