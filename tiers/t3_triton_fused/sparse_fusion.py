@@ -286,18 +286,24 @@ def _dataflow(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, S
                   True, CHUNK, N_IN, True, SENT, NAP)
 
 
-def _run_dataflow(run, val, vec):
-    blocks, sdev = run.plan
-    if blocks == 0:
+def _launch_dataflow(kernel, run, val, vec, *blocks):
+    """Fill the outputs with the sentinel and launch one program per block of `run.plan`."""
+    count, _ = run.plan
+    if count == 0:
         return
     n = run.tables.n1
     bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
     vec.view(bits)[n:] = SENTINEL[vec.dtype]
     ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
-    _dataflow[(blocks,)](ticket, sdev["blk_ptr"], sdev["blk_iter"],
-                         *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst")), val, vec, n,
-                         R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
-                         NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+    kernel[(count,)](ticket, *blocks, *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign",
+                                                             "dst")),
+                     val, vec, n, R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
+                     NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+
+
+def _run_dataflow(run, val, vec):
+    sdev = run.plan[1]
+    _launch_dataflow(_dataflow, run, val, vec, sdev["blk_ptr"], sdev["blk_iter"])
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
@@ -405,17 +411,8 @@ def _chain_plan(schedule, mats, R, S, device):
 
 
 def _run_chains(run, val, vec):
-    blocks, sdev = run.plan
-    if blocks == 0:
-        return
-    n = run.tables.n1
-    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
-    vec.view(bits)[n:] = SENTINEL[vec.dtype]
-    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
-    _chains[(blocks,)](ticket, sdev["blk_ptr"], sdev["blk_steps"], sdev["blk_iter"],
-                       *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst")), val, vec,
-                       n, R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
-                       NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+    sdev = run.plan[1]
+    _launch_dataflow(_chains, run, val, vec, sdev["blk_ptr"], sdev["blk_steps"], sdev["blk_iter"])
 
 
 # ---------------------------------------------------------------- the pair functions
