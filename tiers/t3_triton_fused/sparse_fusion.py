@@ -49,9 +49,10 @@ executor="chains": the dataflow executor over other blocks (chain_blocks): a pro
 chain of iterations that each wait last on the one before, carrying each value to the next step
 in a register. Measured on the H100 (2026-11-25, float64): a chain step costs about what a hop
 between programs costs (an L2 round trip for the other entries), so chains win only where a
-chain replaces several hops — 3D 7-point Poisson, 0.69 vs 0.79 ms; 27-point about even; 2D
-Poisson 2.05–2.3 ms vs 1.71 (longer chains slower) and the power-law graph 1.35 vs 1.23 lose.
-Prefetching the next step's tables did not help (2D 2.5 ms). executor=None never picks it.
+chain replaces several hops — 3D 7-point Poisson, 0.69 vs 0.79 ms; the power-law graph's two
+solves, 3.74 vs 4.53 ms; 27-point about even; 2D Poisson 2.05–2.3 ms vs 1.71 (longer chains
+slower) and the power-law sptrsv_spmv 1.35 vs 1.24 lose. Prefetching the next step's tables did
+not help (2D 2.5 ms). executor=None never picks it.
 
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
