@@ -1,7 +1,8 @@
 """The Triton tiers of sparse fusion beyond "matches t0" (tests/test_sparse_fusion.py checks that
-for every tier with its default executor): the fused tier's two executors on every pair ×
-schedule kind × dtype (the dataflow executor on the pairs it can run), the sync-free ticket order, how many launches each tier makes, what is
-cached between calls, and the executor options."""
+for every tier with its default executor): the fused tier's executors on every pair × schedule
+kind × dtype (dataflow and chains on the pairs they can run), the sync-free ticket order and the
+chain blocks, how many launches each tier makes, what is cached between calls, and the executor
+options."""
 import zlib
 
 import numpy as np

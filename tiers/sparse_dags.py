@@ -52,6 +52,8 @@ PAIRS: dict[str, PairSpec] = {
     "spic0_sptrsv": PairSpec(("A",), ("spic0", "sptrsv_lower"), "b", ("Lc", "x")),
 }
 PAIR_NAMES = tuple(PAIRS)
+FACTOR_PAIRS = tuple(p for p, spec in PAIRS.items() if spec.kernels[0] in ("spilu0", "spic0"))
+"""The pairs whose first kernel computes a factor in place (its rows rewrite entries step by step)."""
 
 
 def check_pair(pair) -> PairSpec:

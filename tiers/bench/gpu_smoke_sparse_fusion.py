@@ -6,8 +6,8 @@ t3 sparse-attention gradients with the current backward tiles against float64 t1
 sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow
 and chains where the pair allows) against t0. Exits 2 when the flag executor fails, else 3 when
 the dataflow executor fails, else 4 when the chain executor fails, so a session script can leave
-the failing one out of the benchmark
-(`--executors ...`); run it under `timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
+the failing one out of the benchmark (`--executors ...`); run it under `timeout`, since a wrong
+wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
 import sys
 import time
 

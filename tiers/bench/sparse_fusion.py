@@ -12,7 +12,7 @@ Pairs: sptrsv_spmv, spmv_sptrsv, sptrsv_sptrsv, spilu0_sptrsv, spic0_sptrsv (the
 takes are `operands(pair, A)`).
 
 Providers:
-  t3_triton_fused    one row per schedule kind and executor ("levels", "syncfree", "dataflow"); the
+  t3_triton_fused    one row per schedule kind and executor (levels, syncfree, dataflow, chains); the
                      schedule is inspected once, outside the timing
   t2_triton_unfused  each kernel by its own DAG's wavefronts, one launch per level: the unfused
                      Triton baseline (it checks but does not follow a schedule: one row)
@@ -70,15 +70,6 @@ MATRICES = {
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
              "options", "block_rows", "nap_ns", "chain_steps")
-TUNING = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
-          "chains": ("block_rows", "nap_ns", "chain_steps")}
-"""The options of t3's prepare that each executor takes, swept by run() and recorded per row."""
-
-
-def tuning_default(module, executor, name):
-    """What t3's prepare uses for option `name` of `executor` when it is not given."""
-    return {"block_rows": lambda: module.BLOCK_ROWS[executor], "nap_ns": lambda: module.NAP_NS,
-            "chain_steps": lambda: module.CHAIN_STEPS}[name]()
 
 
 def make_matrix(name: str, size: int):
@@ -548,7 +539,7 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     """(row, call) for a tier: when its module has `prepare` (validation, tables and the upload
     of the values done once, like cuSPARSE's analysis) the prepared executor is what is timed,
     and the preparation's wall time is recorded as setup_ms; otherwise the pair function.
-    `tune`: more options for prepare (TUNING)."""
+    `tune`: more options for prepare (t3's TUNABLE)."""
     import torch
 
     kw = {"schedule": schedule, **({"executor": executor} if executor else {})}
@@ -707,12 +698,11 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                         for (kind, w), (s, insp_ms, cols) in schedules.items():
                             for ex in (x for x in executors_of(fn, pair) if executors is None or x in executors):
                                 module = sys.modules[fn.__module__]
-                                names = TUNING.get(ex, ())
-                                for combo in itertools.product(*(sweeps[k] for k in names)):
-                                    tune = {k: c for k, c in zip(names, combo) if c is not None}
+                                defaults = module.tuning_defaults(ex) if hasattr(module, "tuning_defaults") else {}
+                                for combo in itertools.product(*(sweeps[k] for k in defaults)):
+                                    tune = {k: c for k, c in zip(defaults, combo) if c is not None}
                                     row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
-                                               inspector_ms=insp_ms, **cols)
-                                    row.update({k: tune.get(k, tuning_default(module, ex, k)) for k in names})
+                                               inspector_ms=insp_ms, **cols, **defaults, **tune)
                                     if s is None:
                                         case.record({**row, "status": cols["inspector_error"]})
                                         continue

@@ -85,6 +85,15 @@ DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
 NAP_NS = 100             # dataflow, chains: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
 CHAIN_STEPS = 16         # chains: links per chain block at most (see BLOCK_ROWS)
+TUNABLE = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
+           "chains": ("block_rows", "nap_ns", "chain_steps")}
+"""The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
+
+
+def tuning_defaults(executor) -> dict:
+    """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given."""
+    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS}
+    return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
 LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
@@ -100,7 +109,7 @@ fewer, larger programs, which the interpreter executes faster."""
 def executors_for(pair: str) -> tuple:
     """The executors that can run `pair`: "dataflow" only where every iteration writes one
     vector entry once (no factor rows)."""
-    return EXECUTORS if pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv") else EXECUTORS[:2]
+    return EXECUTORS[:2] if pair in dags.FACTOR_PAIRS else EXECUTORS
 
 
 def executor_rule(device, schedule) -> str:
@@ -165,6 +174,13 @@ def _run_levels(run, val, vec):
 
 # ---------------------------------------------------------------- executor (b): one sync-free launch
 
+def _joint(schedule, mats):
+    """(joint DAG, its wavefront levels) of the schedule's pair, built once per schedule and
+    shared by every plan the sync-free executors make from it."""
+    dag = schedule.cached("joint_dag", lambda: dags.joint_dag(schedule.pair, *mats))
+    return dag, schedule.cached("joint_levels", lambda: dags.wavefront_levels(dag))
+
+
 @triton.jit
 def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
@@ -214,12 +230,11 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     inside its partitions. Either way the iterations of a block are independent of each other
     and every dependence lies in an earlier block."""
     n = schedule.n1 + schedule.n2
-    dag = dags.joint_dag(schedule.pair, *mats)
     pos = np.empty(n, dtype=np.int64)
     pos[schedule.order] = np.arange(n)
     sizes = np.diff(schedule.part_ptr)
     if tickets == "dag":
-        group = dags.wavefront_levels(dag)
+        group = _joint(schedule, mats)[1]
         seq = np.lexsort((pos, group))
     elif tickets == "schedule":
         level = np.empty(n, np.int64)
@@ -239,7 +254,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     B = len(blk_ptr) - 1
     block_of = np.empty(n, dtype=np.int64)
     block_of[seq] = np.cumsum(start) - 1
-    u, v = dag.sources()
+    u, v = _joint(schedule, mats)[0].sources()
     waits = np.unique(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
     dep_ptr = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(np.bincount(waits // max(B, 1), minlength=B), out=dep_ptr[1:])
@@ -338,8 +353,7 @@ def chain_blocks(schedule, mats, R, S):
     one step per link); single iterations of one key share blocks of R lanes. The schedule
     orders what the keys leave equal."""
     n = schedule.n1 + schedule.n2
-    dag = dags.joint_dag(schedule.pair, *mats)
-    level = dags.wavefront_levels(dag)
+    dag, level = _joint(schedule, mats)
     u, v = dag.sources()
     same = (level[u] == level[v] - 1) & ((u < schedule.n1) == (v < schedule.n1))
     parent = np.full(n, -1, dtype=np.int64)
@@ -478,7 +492,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
     if executor is None:
         executor = executor_rule(like.device, schedule)
     if block_rows is None:
-        block_rows = BLOCK_ROWS.get(executor, 1)
+        block_rows = tuning_defaults(executor).get("block_rows", 1)
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, like.device,
                     like.dtype)
 
