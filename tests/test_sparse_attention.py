@@ -369,6 +369,7 @@ TIER_PATTERNS = [
     ("dilated-causal", lambda: ACSR.dilated_window(41, 4, 3, causal=True), (2, 1, 41, 16), 41),
     ("strided", lambda: ACSR.strided(41, 5, 7), (1, 2, 41, 16), 41),
     ("blocked", lambda: ACSR.blocked(43, 8), (2, 2, 43, 16), 43),
+    ("blocked-dense-view", lambda: ACSR.blocked(128, 64), (1, 2, 128, 16), 128),
     ("longformer", lambda: ACSR.global_local(39, 6, 3), (1, 2, 39, 32), 39),
     ("bigbird", lambda: ACSR.from_mask(_bigbird(np.random.default_rng(2), 48, 48, 8, 7, 2, 2)), (1, 2, 48, 16), 48),
     ("empty-rows", lambda: ACSR.from_mask(_empty_rows_mask(30, 44)), (2, 1, 30, 16), 44),
@@ -523,7 +524,76 @@ GRAD_PATTERNS = [
     ("longformer-long-tiles-first", lambda: ACSR.global_local(150, 7, 3), 150),
     ("dilated-causal", lambda: ACSR.dilated_window(30, 4, 3, causal=True), 30),
     ("empty-rows", lambda: ACSR.from_mask(_empty_rows_mask(30, 44)), 44),
+    ("blocked", lambda: ACSR.blocked(43, 8), 43),
+    ("blocked-dense-view", lambda: ACSR.blocked(128, 64), 128),
+    ("uneven-blocks-cross", lambda: ACSR.from_mask(_uneven_blocks()), 61),
 ]
+
+
+def _uneven_blocks():
+    """Block diagonal with Lq ≠ Lk: rows 0–6 see keys 0–19, rows 7–11 none, rows 12–49 keys 20–60
+    (a block of 38 rows spans several tiles and ends inside one)."""
+    mask = np.zeros((50, 61), dtype=bool)
+    mask[:7, :20] = True
+    mask[12:, 20:] = True
+    return mask
+
+
+def test_t3_uniform_blocks_are_dense_attention_over_a_view():
+    """Equal square blocks tiling Lq = Lk (and at least _DENSE_VIEW_MIN) go to the dense kernels."""
+    from tiers.t3_triton_fused.sparse_attention import _DENSE_VIEW_MIN, uniform_block
+
+    b = _DENSE_VIEW_MIN
+    assert uniform_block(ACSR.blocked(4 * b, b)) == b
+    assert uniform_block(ACSR.blocked(3 * b, 3 * b)) == 3 * b       # one block: dense attention itself
+    assert uniform_block(ACSR.from_mask(np.ones((b, b), dtype=bool))) == b
+    for p in (ACSR.blocked(4 * b + 1, b), ACSR.blocked(8 * b, b // 2), ACSR.from_mask(_uneven_blocks()),
+              ACSR.from_mask(np.ones((b, b + 1), dtype=bool)), ACSR.sliding_window(4 * b, b)):
+        assert uniform_block(p) is None, p
+
+
+def test_t3_block_diagonal_detection():
+    """t3 runs the backward of a block-diagonal pattern as one program per block; the detection
+    must accept exactly the patterns whose row groups see consecutive key ranges tiling [0, Lk)."""
+    from tiers.t3_triton_fused.sparse_attention import _BLOCKS_MAX, block_diagonal_keys
+
+    assert block_diagonal_keys(ACSR.blocked(43, 8)).tolist() == [0, 8, 16, 24, 32, 40, 43]
+    assert block_diagonal_keys(ACSR.from_mask(_uneven_blocks())).tolist() == [0, 20, 20, 61]
+    assert block_diagonal_keys(ACSR.blocked(4 * _BLOCKS_MAX, _BLOCKS_MAX)) is not None
+    swapped = np.zeros((20, 20), dtype=bool)
+    swapped[:10, 10:] = swapped[10:, :10] = True       # each group's keys, but out of order
+    overlap = np.zeros((20, 20), dtype=bool)
+    overlap[:10, :12] = overlap[10:, 8:] = True
+    gap = np.zeros((20, 20), dtype=bool)
+    gap[:10, :8] = gap[10:, 10:] = True                # keys 8, 9 belong to no block
+    for p in (ACSR.sliding_window(40, 5), ACSR.strided(40, 4, 5), ACSR.blocked(4 * _BLOCKS_MAX, 2 * _BLOCKS_MAX),
+              ACSR.from_mask(swapped), ACSR.from_mask(overlap), ACSR.from_mask(gap),
+              ACSR.from_mask(np.zeros((20, 20), dtype=bool))):
+        assert block_diagonal_keys(p) is None, p
+
+
+@pytest.mark.parametrize("path", ["blocks", "split", "general"])
+def test_t3_block_diagonal_backward_matches_general_path(monkeypatch, path):
+    """The same block-diagonal gradients from the block backward — a program per block, or per
+    16 rows and keys of a block (`split`) — and from the general dQ and dK/dV kernels (which still
+    serve blocks over _BLOCKS_MAX)."""
+    import torch
+
+    from tiers.t3_triton_fused import sparse_attention as t3
+
+    if path == "general":
+        monkeypatch.setattr(t3, "_block_keys_on", lambda pattern, device: None)
+    monkeypatch.setattr(t3, "_BLOCK_PART", 16 if path == "split" else 1 << 30)
+    pattern = ACSR.from_mask(_uneven_blocks())
+    rng = np.random.default_rng(_seed("blocks", path))
+    tq = to_tier(randn(rng, 2, 1, 50, 24), "t3_triton_fused", "float32", requires_grad=True)
+    tk, tv = (to_tier(randn(rng, 2, 1, 61, 24), "t3_triton_fused", "float32", requires_grad=True) for _ in range(2))
+    tdo = to_tier(randn(rng, 2, 1, 50, 24), "t3_triton_fused", "float32")
+    (t3.sparse_attention(tq, tk, tv, pattern) * tdo).sum().backward()
+    refs = spec_backward(*(t.detach().double().cpu().numpy() for t in (tq, tk, tv)), pattern, tdo.double().cpu().numpy())
+    for name, t, ref in zip("qkv", (tq, tk, tv), refs):
+        assert torch.isfinite(t.grad).all()
+        assert_close(t.grad, ref, "float32", what=f"d{name}")
 
 
 def _dense_masked_torch(q, k, v, mask, scale):
