@@ -369,7 +369,6 @@ TIER_PATTERNS = [
     ("dilated-causal", lambda: ACSR.dilated_window(41, 4, 3, causal=True), (2, 1, 41, 16), 41),
     ("strided", lambda: ACSR.strided(41, 5, 7), (1, 2, 41, 16), 41),
     ("blocked", lambda: ACSR.blocked(43, 8), (2, 2, 43, 16), 43),
-    ("blocked-dense-view", lambda: ACSR.blocked(128, 64), (1, 2, 128, 16), 128),
     ("longformer", lambda: ACSR.global_local(39, 6, 3), (1, 2, 39, 32), 39),
     ("bigbird", lambda: ACSR.from_mask(_bigbird(np.random.default_rng(2), 48, 48, 8, 7, 2, 2)), (1, 2, 48, 16), 48),
     ("empty-rows", lambda: ACSR.from_mask(_empty_rows_mask(30, 44)), (2, 1, 30, 16), 44),
@@ -525,7 +524,6 @@ GRAD_PATTERNS = [
     ("dilated-causal", lambda: ACSR.dilated_window(30, 4, 3, causal=True), 30),
     ("empty-rows", lambda: ACSR.from_mask(_empty_rows_mask(30, 44)), 44),
     ("blocked", lambda: ACSR.blocked(43, 8), 43),
-    ("blocked-dense-view", lambda: ACSR.blocked(128, 64), 128),
     ("uneven-blocks-cross", lambda: ACSR.from_mask(_uneven_blocks()), 61),
 ]
 
@@ -539,61 +537,62 @@ def _uneven_blocks():
     return mask
 
 
-def test_t3_uniform_blocks_are_dense_attention_over_a_view():
-    """Equal square blocks tiling Lq = Lk (and at least _DENSE_VIEW_MIN) go to the dense kernels."""
-    from tiers.t3_triton_fused.sparse_attention import _DENSE_VIEW_MIN, uniform_block
+def test_t3_finds_block_diagonal_patterns():
+    """diagonal_key_bounds accepts exactly the patterns whose row groups see consecutive key ranges
+    tiling [0, Lk); uniform_block those of equal square blocks of at least _DENSE_VIEW_MIN."""
+    from tiers.t3_triton_fused.sparse_attention import _DENSE_VIEW_MIN, diagonal_key_bounds, uniform_block
 
-    b = _DENSE_VIEW_MIN
-    assert uniform_block(ACSR.blocked(4 * b, b)) == b
-    assert uniform_block(ACSR.blocked(3 * b, 3 * b)) == 3 * b       # one block: dense attention itself
-    assert uniform_block(ACSR.from_mask(np.ones((b, b), dtype=bool))) == b
-    for p in (ACSR.blocked(4 * b + 1, b), ACSR.blocked(8 * b, b // 2), ACSR.from_mask(_uneven_blocks()),
-              ACSR.from_mask(np.ones((b, b + 1), dtype=bool)), ACSR.sliding_window(4 * b, b)):
-        assert uniform_block(p) is None, p
-
-
-def test_t3_block_diagonal_detection():
-    """t3 runs the backward of a block-diagonal pattern as one program per block; the detection
-    must accept exactly the patterns whose row groups see consecutive key ranges tiling [0, Lk)."""
-    from tiers.t3_triton_fused.sparse_attention import _BLOCKS_MAX, block_diagonal_keys
-
-    assert block_diagonal_keys(ACSR.blocked(43, 8)).tolist() == [0, 8, 16, 24, 32, 40, 43]
-    assert block_diagonal_keys(ACSR.from_mask(_uneven_blocks())).tolist() == [0, 20, 20, 61]
-    assert block_diagonal_keys(ACSR.blocked(4 * _BLOCKS_MAX, _BLOCKS_MAX)) is not None
+    assert diagonal_key_bounds(ACSR.blocked(43, 8)).tolist() == [0, 8, 16, 24, 32, 40, 43]
+    assert diagonal_key_bounds(ACSR.from_mask(_uneven_blocks())).tolist() == [0, 20, 20, 61]
     swapped = np.zeros((20, 20), dtype=bool)
     swapped[:10, 10:] = swapped[10:, :10] = True       # each group's keys, but out of order
     overlap = np.zeros((20, 20), dtype=bool)
     overlap[:10, :12] = overlap[10:, 8:] = True
     gap = np.zeros((20, 20), dtype=bool)
     gap[:10, :8] = gap[10:, 10:] = True                # keys 8, 9 belong to no block
-    for p in (ACSR.sliding_window(40, 5), ACSR.strided(40, 4, 5), ACSR.blocked(4 * _BLOCKS_MAX, 2 * _BLOCKS_MAX),
-              ACSR.from_mask(swapped), ACSR.from_mask(overlap), ACSR.from_mask(gap),
-              ACSR.from_mask(np.zeros((20, 20), dtype=bool))):
-        assert block_diagonal_keys(p) is None, p
+    for p in (ACSR.sliding_window(40, 5), ACSR.strided(40, 4, 5), ACSR.from_mask(swapped),
+              ACSR.from_mask(overlap), ACSR.from_mask(gap), ACSR.from_mask(np.zeros((20, 20), dtype=bool))):
+        assert diagonal_key_bounds(p) is None, p
+    b = _DENSE_VIEW_MIN
+    assert uniform_block(ACSR.blocked(4 * b, b)) == b
+    assert uniform_block(ACSR.blocked(3 * b, 3 * b)) == 3 * b       # one block: dense attention itself
+    assert uniform_block(ACSR.from_mask(np.kron(np.eye(2, dtype=bool), np.ones((b, b), dtype=bool)))) == b
+    for p in (ACSR.blocked(4 * b + 1, b), ACSR.blocked(8 * b, b // 2), ACSR.from_mask(_uneven_blocks()),
+              ACSR.from_mask(np.ones((b, b + 1), dtype=bool)), ACSR.sliding_window(4 * b, b)):
+        assert uniform_block(p) is None, p
 
 
-@pytest.mark.parametrize("path", ["blocks", "split", "general"])
-def test_t3_block_diagonal_backward_matches_general_path(monkeypatch, path):
-    """The same block-diagonal gradients from the block backward — a program per block, or per
-    16 rows and keys of a block (`split`) — and from the general dQ and dK/dV kernels (which still
-    serve blocks over _BLOCKS_MAX)."""
-    import torch
-
+@pytest.fixture
+def small_dense_view(monkeypatch):
+    """Blocks of 16 and more take t3's dense-view path (512 and more outside this test)."""
     from tiers.t3_triton_fused import sparse_attention as t3
 
-    if path == "general":
-        monkeypatch.setattr(t3, "_block_keys_on", lambda pattern, device: None)
-    monkeypatch.setattr(t3, "_BLOCK_PART", 16 if path == "split" else 1 << 30)
-    pattern = ACSR.from_mask(_uneven_blocks())
-    rng = np.random.default_rng(_seed("blocks", path))
-    tq = to_tier(randn(rng, 2, 1, 50, 24), "t3_triton_fused", "float32", requires_grad=True)
-    tk, tv = (to_tier(randn(rng, 2, 1, 61, 24), "t3_triton_fused", "float32", requires_grad=True) for _ in range(2))
-    tdo = to_tier(randn(rng, 2, 1, 50, 24), "t3_triton_fused", "float32")
-    (t3.sparse_attention(tq, tk, tv, pattern) * tdo).sum().backward()
-    refs = spec_backward(*(t.detach().double().cpu().numpy() for t in (tq, tk, tv)), pattern, tdo.double().cpu().numpy())
-    for name, t, ref in zip("qkv", (tq, tk, tv), refs):
+    monkeypatch.setattr(t3, "_DENSE_VIEW_MIN", 16)
+    t3._uniform_block.cache_clear()
+    yield t3
+    t3._uniform_block.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", dtypes_for("t3_triton_fused"))
+@pytest.mark.parametrize("build", [lambda: ACSR.blocked(64, 16), lambda: ACSR.from_mask(np.kron(
+    np.eye(2, dtype=bool), np.ones((24, 24), dtype=bool)))], ids=["blocked", "from-mask"])
+def test_t3_uniform_blocks_run_as_dense_attention_over_a_view(small_dense_view, dtype, build):
+    """Forward and gradients of the dense-view path against the spec."""
+    import torch
+
+    t3, pattern = small_dense_view, build()
+    assert t3._uniform_block(pattern) in (16, 24)
+    rng = np.random.default_rng(_seed("view", dtype, pattern.Lq))
+    tq, tk, tv = (to_tier(randn(rng, 2, 3, pattern.Lq, 16), "t3_triton_fused", dtype, requires_grad=True)
+                  for _ in range(3))
+    tdo = to_tier(randn(rng, 2, 3, pattern.Lq, 16), "t3_triton_fused", dtype)
+    out = t3.sparse_attention(tq, tk, tv, pattern)
+    exact = [t.detach().double().cpu().numpy() for t in (tq, tk, tv, tdo)]
+    assert_close(out, spec(*exact[:3], pattern), dtype)
+    (out * tdo).sum().backward()
+    for name, t, ref in zip("qkv", (tq, tk, tv), spec_backward(*exact[:3], pattern, exact[3])):
         assert torch.isfinite(t.grad).all()
-        assert_close(t.grad, ref, "float32", what=f"d{name}")
+        assert_close(t.grad, ref, dtype, what=f"d{name}")
 
 
 def _dense_masked_torch(q, k, v, mask, scale):

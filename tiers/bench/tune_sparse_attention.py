@@ -7,8 +7,8 @@ tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
 
 Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
 "flex"), so a candidate tile can be read against the anchor it has to beat. `--blocks` times
-the block-diagonal backward (one program per block): its tiles on blocked(8192, 256), then
-block sizes 64–1024 on that path and on the general kernels, forward+backward, beside Flex.
+blocked(8192, b) for b = 64…1024 on the general kernels and as dense attention over a view,
+beside Flex: the measurement behind t3's _DENSE_VIEW_MIN.
 """
 from __future__ import annotations
 
@@ -21,9 +21,6 @@ FWD = [(128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128,
 # backward: the dQ and dK/dV kernels are swept one at a time, the other held at the table's entry
 BWD_DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (128, 32, 4, 2), (64, 32, 4, 2), (128, 64, 4, 2)]
 BWD_KV = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 4, 2), (64, 128, 4, 2)]
-# block-diagonal backward: (BLOCK_M1, BLOCK_N1) dQ phase, (BLOCK_M2, BLOCK_N2) dK/dV phase, warps, stages
-BLOCKS = [(64, 64, 32, 64, 4, 2), (64, 64, 64, 64, 4, 2), (64, 64, 32, 64, 4, 3), (64, 64, 64, 64, 8, 2),
-          (128, 64, 64, 128, 8, 2), (64, 32, 32, 32, 4, 2), (64, 64, 32, 32, 4, 2), (128, 64, 32, 64, 8, 2)]
 BLOCK_SIZES = (64, 128, 256, 512, 1024)
 
 
@@ -41,12 +38,10 @@ def _rel_err(call, ref, inputs, mode):
     return max(float((a - b).norm() / b.norm()) for a, b in zip(grads(call), grads(ref)))
 
 
-def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), configs=None, reps=3):
-    """blocked(L, b), block sizes 64–1024, forward+backward, each case `reps` times interleaved
-    (timings here drift between minutes), beside FlexAttention. Paths: "general" (the general
-    kernels), "blocks" (the block backward, a program per block), "split128"/"split64" (a program
-    per 128/64 rows and keys of a block), "view" (dense FlashAttention over a [B, H·L/b, b, D]
-    view; also its forward). Then the tiles of the block backward at b = 256."""
+def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
+    """blocked(L, b), b = 64…1024, forward and forward+backward, on the general kernels ("general")
+    and as dense attention over a [B, H·L/b, b, D] view ("view"), beside FlexAttention; each case
+    `reps` times interleaved, since timings on the lent GPU drift between minutes."""
     import torch
 
     from tiers.acsr import ACSR
@@ -54,20 +49,12 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), configs=None, reps=3):
     from tiers.t3_triton_fused import sparse_attention as t3
 
     env, rows = environment(), []
-    names = ("_uniform_block", "_block_keys_on", "_BLOCKS_MAX", "_DENSE_VIEW_MIN", "_BLOCK_PART")
-    saved = {n: getattr(t3, n) for n in names}
+    uniform, view_min = t3._uniform_block, t3._DENSE_VIEW_MIN
 
     def path(name):
-        for n, x in saved.items():
-            setattr(t3, n, x)
-        t3._BLOCKS_MAX, t3._DENSE_VIEW_MIN = 1 << 30, 1
-        if name != "view":
-            t3._uniform_block = lambda pattern: None
-        if name == "general":
-            t3._block_keys_on = lambda pattern, device: None
-        t3._BLOCK_PART = {"split128": 128, "split64": 64}.get(name, 1 << 30)
-        saved["_uniform_block"].cache_clear()
-        saved["_block_keys_on"].cache_clear()
+        t3._uniform_block = uniform if name == "view" else (lambda pattern: None)
+        t3._DENSE_VIEW_MIN = 1
+        uniform.cache_clear()
 
     def add(row):
         rows.append(row)
@@ -79,33 +66,19 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), configs=None, reps=3):
             for block in BLOCK_SIZES:
                 p = ACSR.blocked(L, block)
                 flex = _call("flex", p, flex_mask(p))
-                cases = [("fwd_bwd", kernel) for kernel in ("general", "blocks", "split128", "split64", "flex")]
-                if block >= 512:
-                    cases += [("fwd_bwd", "view"), ("fwd", "view"), ("fwd", "general"), ("fwd", "flex")]
                 for rep in range(reps):
-                    for mode, kernel in cases:
-                        path(kernel)
-                        call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
-                        row = dict(sweep="block_size", block=block, L=L, D=D, mode=mode, kernel=kernel, rep=rep,
-                                   **measure(call, [q, k, v], mode))
-                        if rep == 0 and kernel != "flex":
-                            row["rel_err_vs_flex"] = _rel_err(call, flex, [q, k, v], mode)
-                        paths = add(row)
-            p = ACSR.blocked(L, 256)
-            path("blocks")
-            block_d = max(16, D)
-            entry = t3._TILES_BLOCKS.get(block_d)
-            for cfg in configs or ():
-                t3._TILES_BLOCKS[block_d] = cfg
-                res = measure(lambda a, b, c: t3.sparse_attention(a, b, c, p), [q, k, v], "fwd_bwd")
-                paths = add(dict(sweep="tiles", block=256, L=L, D=D, mode="fwd_bwd", kernel="blocks",
-                                 config=",".join(map(str, cfg)), **res))
-            t3._TILES_BLOCKS[block_d] = entry
+                    for mode in ("fwd", "fwd_bwd"):
+                        for kernel in ("view", "general", "flex"):
+                            path(kernel)
+                            call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
+                            row = dict(sweep="block_size", block=block, L=L, D=D, mode=mode, kernel=kernel, rep=rep,
+                                       **measure(call, [q, k, v], mode))
+                            if rep == 0 and kernel != "flex":
+                                row["rel_err_vs_flex"] = _rel_err(call, flex, [q, k, v], mode)
+                            paths = add(row)
     finally:
-        for n, x in saved.items():
-            setattr(t3, n, x)
-        saved["_uniform_block"].cache_clear()
-        saved["_block_keys_on"].cache_clear()
+        t3._uniform_block, t3._DENSE_VIEW_MIN = uniform, view_min
+        uniform.cache_clear()
     return paths
 
 
@@ -152,7 +125,7 @@ def main(argv=None):
     a = argparse.ArgumentParser(prog="python -m tiers.bench.tune_sparse_attention")
     a.add_argument("--out", default=None)
     a.add_argument("--bwd", action="store_true")
-    a.add_argument("--blocks", action="store_true", help="tiles and block sizes of the block-diagonal backward")
+    a.add_argument("--blocks", action="store_true", help="blocked patterns: general kernels vs dense attention over a view")
     a.add_argument("--patterns", default=None, help="comma list (default: every benchmark pattern)")
     a.add_argument("--head-dims", default="64,128")
     a.add_argument("--dq-configs", default=None, help='backward dQ tiles "BM,BN,warps,stages;..." (default BWD_DQ)')

@@ -20,6 +20,11 @@ just in time on the pattern's geometry:
     of the per-class results, done in place by the later launch. Rows without any key get
     zeros (as FlexAttention), and lse = −∞.
 
+  * Equal square blocks (blocked(L, b) with b dividing L, b ≥ 512) are a batch of dense
+    attentions: the pattern runs as FlashAttention over a [B, H·L/b, b, D] view, forward and
+    backward (tiers/t3_triton_fused/attention.py) — measured faster than the general kernels
+    there, slower for smaller blocks.
+
 Backward (recompute P from lse), per class: dQ by the forward's walk; dK and dV by a program per
 key tile that walks the query rows able to see it — in class coordinates a segment is a band
 a·t + β ≤ u < (a + γ)·t + β + δ, so those rows are one interval per (group, slot), solved from
@@ -254,110 +259,6 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, OR
     tl.store(DV + g_ptrs, dv.to(DV.dtype.element_ty), mask=km)
 
 
-@triton.jit
-def _sparse_bwd_blocks(Q, K, V, O, DO, LSE, DELTA, DQ, DK, DV, BOUNDS, KEY_BOUNDS, qk_scale, scale, H, Lq,
-                       PARTS, PART,
-                       s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-                       s_ob, s_oh, s_om, s_od, s_db, s_dh, s_dm, s_dd,
-                       HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr, SPLIT: tl.constexpr,
-                       BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr, BLOCK_M2: tl.constexpr,
-                       BLOCK_N2: tl.constexpr):
-    """The backward of one diagonal block (rows [r0, r1) see exactly keys [c0, c1)), or of one of
-    its PARTS parts: the part's PART rows get dQ, its PART keys dK and dV. A program first finds
-    Δ (of its rows, or with SPLIT of every row of the block, since its keys see them all; parts
-    write the same values), then walks its row tiles for dQ and its key tiles for dK and dV. The
-    block's Q, K, V, O and dO come from device memory once (later passes find them in cache) and
-    the gradients are written once, in one launch instead of three. Δ goes through a scratch row
-    that the barrier makes visible to the whole program. dQ, dK and dV share q/k/v's strides."""
-    g = tl.program_id(0) // PARTS
-    part = tl.program_id(0) % PARTS
-    bh = tl.program_id(1)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    r0 = tl.load(BOUNDS + g)
-    r1 = tl.load(BOUNDS + g + 1)
-    c0 = tl.load(KEY_BOUNDS + g)
-    c1 = tl.load(KEY_BOUNDS + g + 1)
-    pr0 = tl.minimum(r0 + part * PART, r1)
-    pr1 = tl.minimum(pr0 + PART, r1)
-    pc0 = tl.minimum(c0 + part * PART, c1)
-    pc1 = tl.minimum(pc0 + PART, c1)
-    offs_d = tl.arange(0, BLOCK_D)
-    d_ok = offs_d < HEAD_DIM
-    q_base = b * s_qb + h * s_qh
-    k_base = b * s_kb + h * s_kh
-    v_base = b * s_vb + h * s_vh
-    do_base = DO + b * s_db + h * s_dh
-    row_base = bh.to(tl.int64) * Lq
-    if SPLIT:
-        if (pr1 > pr0) | (pc1 > pc0):
-            for m0 in range(r0, r1, BLOCK_M1):    # phase 0: Δ of every row of the block
-                rows = m0 + tl.arange(0, BLOCK_M1)
-                row_ok = rows < r1
-                qm = row_ok[:, None] & d_ok[None, :]
-                rows64 = rows[:, None].to(tl.int64)
-                do = tl.load(do_base + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
-                o = tl.load(O + b * s_ob + h * s_oh + rows64 * s_om + offs_d[None, :] * s_od, mask=qm, other=0.0)
-                tl.store(DELTA + row_base + rows, tl.sum(o.to(tl.float32) * do.to(tl.float32), 1), mask=row_ok)
-            tl.debug_barrier()
-    for m0 in range(pr0, pr1, BLOCK_M1):          # phase 1: dQ of each row tile of the part
-        rows = m0 + tl.arange(0, BLOCK_M1)
-        row_ok = rows < pr1
-        qm = row_ok[:, None] & d_ok[None, :]
-        rows64 = rows[:, None].to(tl.int64)
-        q = tl.load(Q + q_base + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
-        do = tl.load(do_base + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
-        if SPLIT:
-            delta = tl.load(DELTA + row_base + rows, mask=row_ok, other=0.0)
-        else:
-            o = tl.load(O + b * s_ob + h * s_oh + rows64 * s_om + offs_d[None, :] * s_od, mask=qm, other=0.0)
-            delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
-            tl.store(DELTA + row_base + rows, delta, mask=row_ok)
-        lse = tl.load(LSE + row_base + rows, mask=row_ok, other=0.0)
-        dq = tl.zeros((BLOCK_M1, BLOCK_D), tl.float32)
-        for n0 in range(c0, c1, BLOCK_N1):
-            keys = n0 + tl.arange(0, BLOCK_N1)
-            km = (keys < c1)[:, None] & d_ok[None, :]
-            keys64 = keys[:, None].to(tl.int64)
-            k = tl.load(K + k_base + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
-            v = tl.load(V + v_base + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
-            s = _dot(q, tl.trans(k), tl.zeros((BLOCK_M1, BLOCK_N1), tl.float32), IEEE)
-            p = tl.math.exp2(s * qk_scale - lse[:, None])
-            if n0 + BLOCK_N1 > c1:
-                p = tl.where((keys < c1)[None, :], p, 0.0)
-            dp = _dot(do, tl.trans(v), tl.zeros((BLOCK_M1, BLOCK_N1), tl.float32), IEEE)
-            dq = _dot((p * (dp - delta[:, None])).to(k.dtype), k, dq, IEEE)
-        tl.store(DQ + q_base + rows64 * s_qm + offs_d[None, :] * s_qd, (dq * scale).to(DQ.dtype.element_ty), mask=qm)
-    if not SPLIT:
-        tl.debug_barrier()                        # every Δ of the block is stored
-    for n0 in range(pc0, pc1, BLOCK_N2):          # phase 2: dK and dV of each key tile of the part
-        keys = n0 + tl.arange(0, BLOCK_N2)
-        km = (keys < pc1)[:, None] & d_ok[None, :]
-        keys64 = keys[:, None].to(tl.int64)
-        k = tl.load(K + k_base + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
-        v = tl.load(V + v_base + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
-        dk = tl.zeros((BLOCK_N2, BLOCK_D), tl.float32)
-        dv = tl.zeros((BLOCK_N2, BLOCK_D), tl.float32)
-        for m0 in range(r0, r1, BLOCK_M2):
-            rows = m0 + tl.arange(0, BLOCK_M2)
-            row_ok = rows < r1
-            qm = row_ok[:, None] & d_ok[None, :]
-            rows64 = rows[:, None].to(tl.int64)
-            q = tl.load(Q + q_base + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
-            do = tl.load(do_base + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
-            lse = tl.load(LSE + row_base + rows, mask=row_ok, other=0.0)
-            dlt = tl.load(DELTA + row_base + rows, mask=row_ok, other=0.0)
-            st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N2, BLOCK_M2), tl.float32), IEEE)
-            pt = tl.math.exp2(st * qk_scale - lse[None, :])
-            if m0 + BLOCK_M2 > r1:
-                pt = tl.where(row_ok[None, :], pt, 0.0)
-            dv = _dot(pt.to(do.dtype), do, dv, IEEE)
-            dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N2, BLOCK_M2), tl.float32), IEEE)
-            dk = _dot((pt * (dpt - dlt[None, :])).to(q.dtype), q, dk, IEEE)
-        tl.store(DK + k_base + keys64 * s_kn + offs_d[None, :] * s_kd, (dk * scale).to(DK.dtype.element_ty), mask=km)
-        tl.store(DV + v_base + keys64 * s_vn + offs_d[None, :] * s_vd, dv.to(DV.dtype.element_ty), mask=km)
-
-
 # ---------------------------------------------------------------------------------------
 # Host side: the JIT analysis of a pattern into classes, tiles, launches.
 
@@ -462,13 +363,11 @@ def query_tile_steps(pattern, class_index, block_m, block_n):
     return steps.reshape(-1)
 
 
-# A diagonal block larger than this runs on the general backward: one program per block would
-# serialise too much work (measured with python -m tiers.bench.tune_sparse_attention --blocks).
-_BLOCKS_MAX = 512
-# The block backward gives a program one part of a block: this many of its rows and keys.
-_BLOCK_PART = 1 << 30
 # Equal square blocks at least this large run as a batch of dense attentions (see uniform_block).
-_DENSE_VIEW_MIN = 64
+# Measured on the H100 (python -m tiers.bench.tune_sparse_attention --blocks, fp16, L = 8192): from
+# b = 512 the dense kernels beat the general ones (forward 0.21 vs 0.23 ms at D = 64, forward+backward
+# 1.53 vs 1.97 ms at b = 1024); at b = 256 and below they lose.
+_DENSE_VIEW_MIN = 512
 
 
 def diagonal_key_bounds(pattern):
@@ -495,20 +394,10 @@ def diagonal_key_bounds(pattern):
     return np.array(cuts, dtype=np.int32) if cuts[-1] == pattern.Lk else None
 
 
-def block_diagonal_keys(pattern):
-    """diagonal_key_bounds when no block exceeds _BLOCKS_MAX rows or keys, else None: such a
-    pattern's backward runs as one program per block (`_sparse_bwd_blocks`)."""
-    cuts = diagonal_key_bounds(pattern)
-    rows = pattern.kernel_arrays(np.int64).row_bounds
-    if cuts is None or max(np.diff(cuts).max(), np.diff(rows).max()) > _BLOCKS_MAX:
-        return None
-    return cuts
-
-
 def uniform_block(pattern):
     """b when the pattern is block diagonal with equal square blocks b ≥ _DENSE_VIEW_MIN tiling
     Lq = Lk (blocked(L, b) with b dividing L): then it is dense attention over a [B, H·L/b, b, D]
-    view of q, k and v — no copy — and t3 runs FlashAttention's kernels on it."""
+    view of q, k and v (no copy for contiguous inputs), and t3 runs FlashAttention's kernels on it."""
     cuts = diagonal_key_bounds(pattern)
     rows = pattern.kernel_arrays(np.int32).row_bounds
     if cuts is None or pattern.Lq != pattern.Lk or not np.array_equal(cuts, rows):
@@ -520,15 +409,6 @@ def uniform_block(pattern):
 @functools.lru_cache(maxsize=32)
 def _uniform_block(pattern):
     return uniform_block(pattern)
-
-
-@functools.lru_cache(maxsize=32)
-def _block_keys_on(pattern, device):
-    keys = block_diagonal_keys(pattern)
-    if keys is None:
-        return None
-    rows = pattern.kernel_arrays(np.int64).row_bounds
-    return torch.tensor(keys, device=device), int(max(np.diff(keys).max(), np.diff(rows).max()))
 
 
 def _longest_first(steps):
@@ -562,19 +442,6 @@ _TILES_FP32 = (64, 32, 4, 2)
 # won for dK/dV on 7 of the 8 pattern × head-dim cases (4–10 % at D = 64), 64×64 for dQ
 _TILES_BWD = {64: ((64, 64, 4, 2), (32, 64, 4, 2)), 128: ((64, 64, 4, 2), (32, 64, 4, 2)),
               256: ((32, 32, 8, 1), (32, 32, 8, 1))}
-
-
-# block-diagonal backward: (BLOCK_M1, BLOCK_N1) of the dQ phase, (BLOCK_M2, BLOCK_N2) of the dK/dV
-# phase, warps, stages; best of 8 on blocked(8192, 256) on the H100 (tune_sparse_attention --blocks)
-_TILES_BLOCKS = {64: (64, 64, 32, 64, 4, 3), 128: (128, 64, 64, 128, 8, 2), 256: (32, 32, 32, 32, 8, 1)}
-
-
-def _block_tiles(block_d, dtype):
-    if interpreting():
-        return (16, 16, 16, 16, 4, 1)
-    if dtype == torch.float32:
-        return (32, 32, 32, 32, 4, 1)
-    return _TILES_BLOCKS.get(block_d, (64, 64, 32, 64, 4, 2))
 
 
 def _tiles(block_d, dtype, backward):
@@ -616,27 +483,8 @@ def _forward(q, k, v, shape, pattern):
     return o, lse
 
 
-def _backward_blocks(q, k, v, o, lse, do, shape, bounds, key_bounds, largest):
-    B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
-    BLOCK_D = max(16, triton.next_power_of_2(D))
-    delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)
-    dq, dk, dv = empty_like(q), empty_like(k), empty_like(v)
-    BM1, BN1, BM2, BN2, warps, stages = _block_tiles(BLOCK_D, q.dtype)
-    part = max(_BLOCK_PART, BM1, BN2)
-    parts = -(-largest // part)
-    _sparse_bwd_blocks[((len(key_bounds) - 1) * parts, B * H)](
-        q, k, v, o, do, lse, delta, dq, dk, dv, bounds, key_bounds, shape.scale * LOG2E, shape.scale, H, Lq,
-        parts, part, *q.stride(), *k.stride(), *v.stride(), *o.stride(), *do.stride(),
-        HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32, SPLIT=parts > 1,
-        BLOCK_M1=BM1, BLOCK_N1=BN1, BLOCK_M2=BM2, BLOCK_N2=BN2, num_warps=warps, num_stages=stages)
-    return dq, dk, dv
-
-
 def _backward(q, k, v, o, lse, do, shape, pattern):
     bounds, G, log_g, classes = _plan(pattern, q.device)
-    blocks = _block_keys_on(pattern, q.device)
-    if blocks is not None:
-        return _backward_blocks(q, k, v, o, lse, do, shape, bounds, *blocks)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))
     delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)
