@@ -291,7 +291,7 @@ def validate_fusion_matrices(pair, matrices) -> tuple:
     """The matrix checks of a sparse-fusion pair: SciPy sparse, real, finite, square, one size;
     triangular factors on the right side with a non-zero diagonal; ILU(0)/IC(0) input with its
     diagonal stored. Returns canonical float64 CSR copies."""
-    from tiers.sparse_dags import check_pair
+    from tiers.sparse_dags import FACTOR_PAIRS, check_pair
 
     spec = check_pair(pair)
     if len(matrices) != len(spec.matrices):
@@ -314,7 +314,7 @@ def validate_fusion_matrices(pair, matrices) -> tuple:
         elif name == "U":
             check_triangle(name, C, lower=False)
             check_diagonal(name, C, nonzero=True)
-        elif pair in ("spilu0_sptrsv", "spic0_sptrsv"):
+        elif pair in FACTOR_PAIRS:
             check_diagonal(name, C, nonzero=False)      # its pivots are checked as they are made
     return mats
 

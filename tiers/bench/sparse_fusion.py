@@ -50,7 +50,7 @@ import numpy as np
 
 from tiers.bench.common import environment, measure_ceilings, time_ms, write_rows
 
-from tiers.sparse_dags import PAIR_NAMES as PAIRS
+from tiers.sparse_dags import FACTOR_PAIRS, PAIR_NAMES as PAIRS
 KINDS = ("wavefront", "lbc", "sparse_fusion")
 TIER_PROVIDERS = ("t1_torch", "t2_triton_unfused", "t3_triton_fused")
 ANCHORS = ("cusparse", "cupyx", "scipy")
@@ -96,7 +96,7 @@ def operands(pair: str, A):
         return (A, tril_csr(A))
     if pair == "sptrsv_sptrsv":
         return (tril_csr(A), triu_csr(A))
-    if pair in ("spilu0_sptrsv", "spic0_sptrsv"):
+    if pair in FACTOR_PAIRS:
         return (A,)
     raise ValueError(f"unknown pair {pair!r}; known: {', '.join(PAIRS)}")
 
@@ -108,7 +108,7 @@ def traffic_bytes(pair: str, mats, val_bytes: int) -> int:
     def csr(M):
         return M.nnz * (val_bytes + 4) + (M.shape[0] + 1) * 4
 
-    if pair in ("spilu0_sptrsv", "spic0_sptrsv"):
+    if pair in FACTOR_PAIRS:
         from tiers.sparse_matrices import tril_csr
 
         F = mats[0] if pair == "spilu0_sptrsv" else tril_csr(mats[0])
@@ -352,7 +352,7 @@ def cupy_call(provider: str, pair: str, mats, v_torch):
         return call
 
     # "cusparse": analysis once, the executor timed
-    if pair in ("spilu0_sptrsv", "spic0_sptrsv"):
+    if pair in FACTOR_PAIRS:
         kind = "ilu0" if pair == "spilu0_sptrsv" else "ic0"
         pattern = dev[0] if kind == "ilu0" else csp.csr_matrix(tril_csr(mats[0]).astype(dtype))
         try:
