@@ -537,31 +537,6 @@ def _uneven_blocks():
     return mask
 
 
-def test_t3_finds_block_diagonal_patterns():
-    """diagonal_key_bounds accepts exactly the patterns whose row groups see consecutive key ranges
-    tiling [0, Lk); uniform_block those of equal square blocks of at least _DENSE_VIEW_MIN."""
-    from tiers.t3_triton_fused.sparse_attention import _DENSE_VIEW_MIN, diagonal_key_bounds, uniform_block
-
-    assert diagonal_key_bounds(ACSR.blocked(43, 8)).tolist() == [0, 8, 16, 24, 32, 40, 43]
-    assert diagonal_key_bounds(ACSR.from_mask(_uneven_blocks())).tolist() == [0, 20, 20, 61]
-    swapped = np.zeros((20, 20), dtype=bool)
-    swapped[:10, 10:] = swapped[10:, :10] = True       # each group's keys, but out of order
-    overlap = np.zeros((20, 20), dtype=bool)
-    overlap[:10, :12] = overlap[10:, 8:] = True
-    gap = np.zeros((20, 20), dtype=bool)
-    gap[:10, :8] = gap[10:, 10:] = True                # keys 8, 9 belong to no block
-    for p in (ACSR.sliding_window(40, 5), ACSR.strided(40, 4, 5), ACSR.from_mask(swapped),
-              ACSR.from_mask(overlap), ACSR.from_mask(gap), ACSR.from_mask(np.zeros((20, 20), dtype=bool))):
-        assert diagonal_key_bounds(p) is None, p
-    b = _DENSE_VIEW_MIN
-    assert uniform_block(ACSR.blocked(4 * b, b)) == b
-    assert uniform_block(ACSR.blocked(3 * b, 3 * b)) == 3 * b       # one block: dense attention itself
-    assert uniform_block(ACSR.from_mask(np.kron(np.eye(2, dtype=bool), np.ones((b, b), dtype=bool)))) == b
-    for p in (ACSR.blocked(4 * b + 1, b), ACSR.blocked(8 * b, b // 2), ACSR.from_mask(_uneven_blocks()),
-              ACSR.from_mask(np.ones((b, b + 1), dtype=bool)), ACSR.sliding_window(4 * b, b)):
-        assert uniform_block(p) is None, p
-
-
 @pytest.fixture
 def small_dense_view(monkeypatch):
     """Blocks of 16 and more take t3's dense-view path (512 and more outside this test)."""
@@ -571,6 +546,27 @@ def small_dense_view(monkeypatch):
     t3._uniform_block.cache_clear()
     yield t3
     t3._uniform_block.cache_clear()
+
+
+def test_t3_finds_uniform_blocks(small_dense_view):
+    """uniform_block accepts exactly the block-diagonal patterns of equal square blocks of at least
+    _DENSE_VIEW_MIN tiling Lq = Lk: those are a batch of dense attentions."""
+    uniform_block = small_dense_view.uniform_block
+    assert uniform_block(ACSR.blocked(64, 16)) == 16
+    assert uniform_block(ACSR.blocked(48, 48)) == 48                # one block: dense attention itself
+    assert uniform_block(ACSR.from_mask(np.kron(np.eye(3, dtype=bool), np.ones((20, 20), dtype=bool)))) == 20
+    swapped = np.zeros((32, 32), dtype=bool)
+    swapped[:16, 16:] = swapped[16:, :16] = True       # blocks of keys, but not on the diagonal
+    overlap = np.zeros((32, 32), dtype=bool)
+    overlap[:16, :18] = overlap[16:, 14:] = True
+    gap = np.zeros((32, 32), dtype=bool)
+    gap[:16, :14] = gap[16:, 16:] = True                # keys 14, 15 belong to no block
+    causal = np.kron(np.eye(2, dtype=bool), np.tri(16, dtype=bool))
+    for p in (ACSR.blocked(65, 16), ACSR.blocked(64, 8), ACSR.from_mask(_uneven_blocks()),
+              ACSR.from_mask(np.ones((32, 33), dtype=bool)), ACSR.sliding_window(64, 16), ACSR.from_mask(swapped),
+              ACSR.from_mask(overlap), ACSR.from_mask(gap), ACSR.from_mask(causal),
+              ACSR.from_mask(np.zeros((32, 32), dtype=bool))):
+        assert uniform_block(p) is None, p
 
 
 @pytest.mark.parametrize("dtype", dtypes_for("t3_triton_fused"))

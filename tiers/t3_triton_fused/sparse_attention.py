@@ -370,40 +370,21 @@ def query_tile_steps(pattern, class_index, block_m, block_n):
 _DENSE_VIEW_MIN = 512
 
 
-def diagonal_key_bounds(pattern):
-    """Key bounds [G+1] when the pattern is block diagonal — row group g sees exactly the keys
-    c_g ≤ j < c_{g+1}, the ranges tiling [0, Lk) in order (blocked, or any such mask through
-    from_mask); else None."""
-    ka = pattern.kernel_arrays(np.int64)
-    cuts = [0]
-    for g in range(len(ka.row_bounds) - 1):
-        segs = ka.segs[ka.seg_ptr[g]:ka.seg_ptr[g + 1]]
-        if len(segs) > 1:
-            return None
-        if len(segs):
-            a, b, stride, ac, bc = (int(x) for x in segs[0])
-            if a != 0 or ac != 0 or (stride != 1 and bc > 1):
-                return None
-            lo, hi = max(b, 0), min(b + max(bc, 0), pattern.Lk)
-            if hi > lo:
-                if lo != cuts[-1]:
-                    return None
-                cuts.append(hi)
-                continue
-        cuts.append(cuts[-1])                     # a group without keys: an empty key range
-    return np.array(cuts, dtype=np.int32) if cuts[-1] == pattern.Lk else None
-
-
 def uniform_block(pattern):
     """b when the pattern is block diagonal with equal square blocks b ≥ _DENSE_VIEW_MIN tiling
-    Lq = Lk (blocked(L, b) with b dividing L): then it is dense attention over a [B, H·L/b, b, D]
-    view of q, k and v (no copy for contiguous inputs), and t3 runs FlashAttention's kernels on it."""
-    cuts = diagonal_key_bounds(pattern)
-    rows = pattern.kernel_arrays(np.int32).row_bounds
-    if cuts is None or pattern.Lq != pattern.Lk or not np.array_equal(cuts, rows):
+    Lq = Lk (blocked(L, b) with b dividing L, or such a mask through from_mask): then it is dense
+    attention over a [B, H·L/b, b, D] view of q, k and v (no copy for contiguous inputs), and t3
+    runs FlashAttention's kernels on it. Else None."""
+    ka = pattern.kernel_arrays(np.int64)
+    rows, L = ka.row_bounds, pattern.Lq
+    sizes = np.diff(rows)
+    b = int(sizes[0]) if len(sizes) else 0
+    if pattern.Lk != L or b < _DENSE_VIEW_MIN or (sizes != b).any() or (np.diff(ka.seg_ptr) != 1).any():
         return None
-    sizes = np.unique(np.diff(rows))
-    return int(sizes[0]) if len(sizes) == 1 and sizes[0] >= _DENSE_VIEW_MIN else None
+    a, start, stride, ac, count = ka.segs.T           # one segment per group: its keys, clipped
+    lo, hi = np.maximum(start, 0), np.minimum(start + np.maximum(count, 0), L)
+    ok = (a == 0) & (ac == 0) & (stride == 1) & (lo == rows[:-1]) & (hi == rows[1:])
+    return b if ok.all() else None
 
 
 @functools.lru_cache(maxsize=32)
