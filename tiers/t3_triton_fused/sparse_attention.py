@@ -302,7 +302,7 @@ def dkdv_items(pattern, class_index, block_n):
     the per-row mask when its slope is negative."""
     _, _, _, classes = _plan(pattern, torch.device("cpu"))
     c = classes[class_index]
-    sigma, Lq, Lk = c.sigma, pattern.Lq, pattern.Lk
+    sigma, Lk = c.sigma, pattern.Lk
     bounds = pattern.kernel_arrays(np.int64).row_bounds
     G, S = c.host_table.shape[:2]
     tab = c.host_table.astype(np.int64).reshape(G * S, 4)
