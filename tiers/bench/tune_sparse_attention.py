@@ -2,7 +2,7 @@
 tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
 
     python -m tiers.bench.tune_sparse_attention [--out DIR] [--bwd] [--patterns P] [--head-dims D]
-        [--dq-configs "BM,BN,W,S;..."] [--kv-configs "..."]
+        [--dq-configs "BM,BN,W,S;..."] [--kv-configs "..."] [--reps N]
     python -m tiers.bench.tune_sparse_attention --blocks [--head-dims D]
 
 Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
@@ -82,7 +82,8 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
     return paths
 
 
-def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None, dq_configs=None, kv_configs=None):
+def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None, dq_configs=None, kv_configs=None,
+        reps=1):
     import torch
 
     from tiers.bench.sparse_attention import _call, flex_mask
@@ -108,16 +109,19 @@ def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None
                          + [("dkdv", (dq0, cfg), cfg) for cfg in kv_configs or BWD_KV])
             else:
                 cases = [("fwd", cfg, cfg) for cfg in FWD]
-            for kernel, entry, cfg in cases:
-                table[block_d] = entry
-                res = measure(lambda a, b, c: t3.sparse_attention(a, b, c, p), [q, k, v],
-                              "fwd_bwd" if backward else "fwd")
-                paths = add(dict(pattern=name, L=L, D=D, kernel=kernel, BM=cfg[0], BN=cfg[1], warps=cfg[2],
-                                 stages=cfg[3], **res))
             mode = "fwd_bwd" if backward else "fwd"
-            res = measure(_call("flex", p, flex_mask(p)), [q, k, v], mode)
-            paths = add(dict(pattern=name, L=L, D=D, kernel="flex", **res))
-            table[block_d] = saved
+            flex = _call("flex", p, flex_mask(p))
+            for rep in range(reps):     # interleaved: timings on the lent GPU drift between minutes
+                for kernel, entry, cfg in cases:
+                    table[block_d] = entry
+                    call = lambda a, b, c: t3.sparse_attention(a, b, c, p)  # noqa: E731
+                    row = dict(pattern=name, L=L, D=D, kernel=kernel, BM=cfg[0], BN=cfg[1], warps=cfg[2],
+                               stages=cfg[3], rep=rep, **measure(call, [q, k, v], mode))
+                    if rep == 0:     # a tile that computes something else must not win
+                        row["rel_err_vs_flex"] = _rel_err(call, flex, [q, k, v], mode)
+                    paths = add(row)
+                table[block_d] = saved
+                paths = add(dict(pattern=name, L=L, D=D, kernel="flex", rep=rep, **measure(flex, [q, k, v], mode)))
     return paths
 
 
@@ -130,6 +134,7 @@ def main(argv=None):
     a.add_argument("--head-dims", default="64,128")
     a.add_argument("--dq-configs", default=None, help='backward dQ tiles "BM,BN,warps,stages;..." (default BWD_DQ)')
     a.add_argument("--kv-configs", default=None, help="backward dK/dV tiles, same form (default BWD_KV)")
+    a.add_argument("--reps", type=int, default=1, help="times each case is measured, interleaved")
     args = a.parse_args(argv)
 
     def configs(text):
@@ -140,7 +145,7 @@ def main(argv=None):
         return
     print(*run(args.out, args.bwd, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
                patterns=args.patterns.split(",") if args.patterns else None,
-               dq_configs=configs(args.dq_configs), kv_configs=configs(args.kv_configs)))
+               dq_configs=configs(args.dq_configs), kv_configs=configs(args.kv_configs), reps=args.reps))
 
 
 if __name__ == "__main__":

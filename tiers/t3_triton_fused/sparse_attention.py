@@ -28,7 +28,7 @@ just in time on the pattern's geometry:
 Backward (recompute P from lse), per class: dQ by the forward's walk; dK and dV by a program per
 key tile that walks the query rows able to see it — in class coordinates a segment is a band
 a·t + β ≤ u < (a + γ)·t + β + δ, so those rows are one interval per (group, slot), solved from
-the two inequalities. No atomics. Δ = rowsum(dO ⊙ O) comes from the dense-attention module.
+the two inequalities. No atomics. Δ = rowsum(dO ⊙ O) is computed by the first dQ launch.
 """
 import functools
 import math
@@ -41,7 +41,7 @@ import triton.language as tl
 from tiers.buffers import empty, empty_like
 from tiers.kernels.acsr_tiles import row_group
 from tiers.kernels.gemm import dot as _dot
-from tiers.t3_triton_fused.attention import LOG2E, _bwd_delta, attention as dense_attention
+from tiers.t3_triton_fused.attention import LOG2E, attention as dense_attention
 from tiers.validation import interpreting, validate_sparse_attention
 
 
@@ -137,13 +137,16 @@ def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, ORDER, qk_scale, H, Lq, Lk, G, A
 
 
 @triton.jit
-def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
+def _sparse_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
                    s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                    s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
                    SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr, LPT: tl.constexpr,
                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """dQ of one class's query tiles, the forward's walk; later classes add to what the first wrote."""
+    """dQ of one class's query tiles, the forward's walk; later classes add to what the first wrote.
+    Every launch covers every query row, so the first one also computes Δ = rowsum(dO ⊙ O) from
+    the dO tile it loads anyway (O has dO's strides) and stores it for the dK/dV kernels and the
+    later classes: no separate pass over dO."""
     bh = tl.program_id(0) if LPT else tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -157,7 +160,12 @@ def _sparse_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, 
     do = tl.load(DO + b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
     lse = tl.load(LSE + bh.to(tl.int64) * Lq + rows, mask=row_ok, other=0.0)
     lse = tl.where(lse == float("-inf"), 0.0, lse)  # rows without keys: every p below is masked to 0
-    delta = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=row_ok, other=0.0)
+    if FIRST:
+        o = tl.load(O + b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
+        delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+        tl.store(DELTA + bh.to(tl.int64) * Lq + rows, delta, mask=row_ok)
+    else:
+        delta = tl.load(DELTA + bh.to(tl.int64) * Lq + rows, mask=row_ok, other=0.0)
     k_base = K + b * s_kb + h * s_kh
     v_base = V + b * s_vb + h * s_vh
     dq = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
@@ -244,9 +252,19 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, OR
             start = a * ts + beta
             lo = tl.maximum(start, 0)
             hi = tl.minimum(start + tl.maximum(gamma * ts + delta_c, 0), Uk)
-            keep = (us[:, None] >= lo[None, :]) & (us[:, None] < hi[None, :]) & t_ok[None, :]
             st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
-            pt = tl.where(keep, tl.math.exp2(st * qk_scale - lse[None, :]), 0.0)
+            pt = tl.math.exp2(st * qk_scale - lse[None, :])
+            # Most steps lie wholly inside the band (every key of the tile seen by every row) and
+            # skip the per-element mask, as the forward does. Decided on scalars at the step's two
+            # end rows, no reduction: the band's start a·t + β is monotone in t, and its end,
+            # max((a + γ)·t + β + δ, a·t + β), is at least the larger of the two lines' minima.
+            t_end = t_start + BLOCK_M - 1
+            end_lo = tl.maximum(tl.minimum((a + gamma) * t_start, (a + gamma) * t_end) + beta + delta_c,
+                                tl.minimum(a * t_start, a * t_end) + beta)
+            inside = ((t_end < t_hi) & (tl.maximum(a * t_start, a * t_end) + beta <= u0)
+                      & (tl.minimum(end_lo, Uk) >= u0 + BLOCK_N))
+            if not inside:
+                pt = tl.where((us[:, None] >= lo[None, :]) & (us[:, None] < hi[None, :]) & t_ok[None, :], pt, 0.0)
             dv = _dot(pt.to(do.dtype), do, dv, IEEE)
             dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
             dk = _dot((pt * (dpt - dlt[None, :])).to(q.dtype), q, dk, IEEE)
@@ -468,9 +486,7 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
     bounds, G, log_g, classes = _plan(pattern, q.device)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))
-    delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)
-    _bwd_delta[(triton.cdiv(Lq, 64), B * H)](o, do, delta, Lq, H, *o.stride(), *do.stride(),
-                                           HEAD_DIM=D, BLOCK_D=BLOCK_D, BLOCK_M=64)
+    delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)   # written by the first dQ launch
     # one class writes the gradients in the input dtype; several add up in float32 first
     acc = q.dtype if len(classes) <= 1 else torch.float32
     dq, dk, dv = (empty(x.shape, dtype=acc, device=q.device) for x in (q, k, v))
@@ -483,7 +499,7 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
         BM, BN, warps, stages = tiles_dq
         order, lpt = _query_order_on(pattern, n, BM, BN, q.device)
         _sparse_bwd_dq[_grid(order, lpt, B * H)](
-            q, k, v, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
+            q, k, v, o, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
             c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt,
             BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
         BM, BN, warps, stages = tiles_kv
