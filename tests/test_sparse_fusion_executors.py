@@ -1,7 +1,7 @@
 """The Triton tiers of sparse fusion beyond "matches t0" (tests/test_sparse_fusion.py checks that
 for every tier with its default executor): the fused tier's executors on every pair × schedule
-kind × dtype (dataflow and chains on the pairs they can run), the sync-free ticket order and the
-chain blocks, how many launches each tier makes, what is cached between calls, and the executor
+kind × dtype (dataflow, chains and segments on the pairs they can run), the sync-free ticket order,
+the chain blocks and the segment blocks, how many launches each tier makes, what is cached between calls, and the executor
 options."""
 import zlib
 
@@ -87,7 +87,8 @@ EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{
                   for pair in PAIRS for kind in fs.KINDS
                   for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
                                            ("syncfree", "schedule", ("float64",)), ("dataflow", "dag", DTYPES),
-                                           ("dataflow", "schedule", ("float64",)), ("chains", "dag", DTYPES))
+                                           ("dataflow", "schedule", ("float64",)), ("chains", "dag", DTYPES),
+                                           ("segments", "dag", DTYPES))
                   for dt in dts if ex in t3.executors_for(pair)]
 
 
@@ -100,14 +101,14 @@ def test_t3_executor_matches_t0(pair, kind, executor, tickets, dtype):
            f"t3 {executor}/{tickets} {pair} {kind}")
 
 
-@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains"])
+@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains", "segments"])
 def test_hub_rows_longer_than_many_chunks(tier_executor):
     """A power-law graph's hub rows hold far more non-zeros than one CHUNK: their loops go round
     many times, in SpMV, in the solves and in IC(0)'s dot products."""
     A = sm.powerlaw_laplacian(150, m=2, seed=3)
     assert np.diff(A.indptr).max() > 4 * max(t3.CHUNK, t2.CHUNK)
     rng = np.random.default_rng(_seed("hub"))
-    for pair in ("sptrsv_spmv", "spic0_sptrsv" if tier_executor not in ("dataflow", "chains") else "spmv_sptrsv"):
+    for pair in ("sptrsv_spmv", "spic0_sptrsv" if tier_executor not in ("dataflow", "chains", "segments") else "spmv_sptrsv"):
         mats = operands(pair, A)
         b = rng.standard_normal(A.shape[0])
         v, s = _vector(b, "float64"), fs.inspect(pair, *mats, workers=2)
@@ -154,6 +155,36 @@ def test_chain_lengths(steps):
                "float64", f"S={steps} {pair}")
 
 
+@pytest.mark.parametrize("steps", [1, 3, 128])
+def test_segment_lengths(steps):
+    """Pieces of one link (every row its own α), a few, or as long as the lanes allow."""
+    for pair in ("sptrsv_spmv", "sptrsv_sptrsv"):
+        mats, b = _problem(pair)
+        for dtype in DTYPES:
+            run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=_schedule(pair, mats, "wavefront"),
+                             executor="segments", chain_steps=steps, block_rows=2)
+            _check(run(_vector(b, dtype)), _reference(pair, mats, b, dtype, (pair, dtype)), pair, mats, dtype,
+                   f"S={steps} {pair}")
+
+
+def test_segments_of_an_ill_conditioned_recurrence():
+    """Links with |β| > 1 (a weak diagonal) make the scan's products grow along a piece; the
+    results must still agree with the row-by-row solve to the dtype's tolerance."""
+    import scipy.sparse as sp
+    n = 64
+    rng = np.random.default_rng(_seed("weak diagonal"))
+    L = sp.diags([rng.uniform(1.0, 2.0, n), rng.uniform(-1.5, -0.5, n - 1)], [0, -1], format="csr")
+    A = sp.identity(n, format="csr")
+    b = rng.standard_normal(n)
+    for dtype in DTYPES:
+        run = t3.prepare("sptrsv_spmv", L, A, like=_vector(b, dtype), executor="segments", chain_steps=32)
+        blk_ptr, blk_iter = t3.segment_blocks(run.schedule, [L, A], run.tables, 4, 32)
+        solve = np.repeat(np.arange(len(blk_ptr) - 1), np.diff(blk_ptr))[blk_iter < n]
+        assert len(np.unique(solve)) == 2           # the solve ran as two pieces of 32 links
+        _check(run(_vector(b, dtype)), _reference("sptrsv_spmv", [L, A], b, dtype, ("weak", dtype)), "sptrsv_spmv",
+               [L, A], dtype, f"weak diagonal {dtype}")
+
+
 # ---------------------------------------------------------------- the sync-free ticket order
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -195,6 +226,47 @@ def test_chains_follow_a_stencil_row():
     for c in chains:
         assert (np.diff(c) == 1).all() and c[0] // 12 == c[-1] // 12
 
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv")), R=st.sampled_from([1, 2, 4, 16]),
+       S=st.integers(1, 40), chunk=st.sampled_from([2, 16]))
+def test_segment_blocks_read_only_the_past_and_the_lane_before(gen, size, seed, pair, R, S, chunk):
+    """Every iteration in exactly one lane; a block is a piece of at most S links or at most R
+    single iterations; for every dependence u → v, u is in an earlier block, or it is the lane
+    just before v in v's block — and then v's row reads u among its first `chunk` entries (the
+    scan knows its β before the wait)."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind="wavefront")
+    tables = t3.rows.row_tables(pair, *(sd.csr(M) for M in mats))
+    blk_ptr, blk_iter = t3.segment_blocks(s, mats, tables, R, S, chunk)
+    n = s.n1 + s.n2
+    assert sorted(blk_iter.tolist()) == list(range(n))
+    width = np.diff(blk_ptr)
+    assert width.min() >= 1 and width.max() <= max(R, S)
+    block_of = np.repeat(np.arange(len(width)), width)[np.argsort(blk_iter)]
+    lane_of = (np.arange(n) - np.repeat(blk_ptr[:-1], width))[np.argsort(blk_iter)]
+    u, v = sd.joint_dag(pair, *mats).sources()
+    inside = block_of[u] == block_of[v]
+    assert (block_of[u] <= block_of[v]).all()
+    assert (lane_of[u][inside] == lane_of[v][inside] - 1).all()
+    for a, b in zip(u[inside].tolist(), v[inside].tolist()):
+        e0, e1 = tables.ent_ptr[b], tables.ent_ptr[b + 1]
+        assert tables.dst[a] in tables.ent_aux[e0:min(e1, e0 + chunk)].tolist()
+
+
+def test_segments_follow_a_stencil_row():
+    """On a 2D grid in natural order the pieces of the solve run along grid rows, cut every S."""
+    A = sm.poisson2d(12)
+    mats = operands("sptrsv_spmv", A)
+    s = fs.inspect("sptrsv_spmv", *mats, kind="wavefront")
+    blk_ptr, blk_iter = t3.segment_blocks(s, mats, t3.rows.row_tables("sptrsv_spmv", *mats), 4, 5)
+    pieces = [blk_iter[blk_ptr[t]:blk_ptr[t + 1]] for t in range(len(blk_ptr) - 1)]
+    pieces = [p for p in pieces if p[0] < 144 and len(p) > 1]
+    assert sorted(len(p) for p in pieces) == sorted([5, 5, 2] * 12)
+    for p in pieces:
+        assert (np.diff(p) == 1).all() and p[0] // 12 == p[-1] // 12
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -325,7 +397,8 @@ def test_the_prepared_vector_must_fit():
 def test_executor_options():
     mats, b = _problem("sptrsv_spmv")
     x = _vector(b, "float64")
-    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow, chains or None, got 'fast'"):
+    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow, chains, segments or "
+                                         "None, got 'fast'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
     A = sm.poisson2d(4)
     with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
@@ -341,6 +414,10 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
     with pytest.raises(ValueError, match="chain_steps must be an int from 1 to 4096, got 0"):
         t3.prepare("sptrsv_spmv", *mats, like=x, chain_steps=0)
+    with pytest.raises(ValueError, match="chain_steps of the segments executor must be at most 128 .+, got 129"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, executor="segments", chain_steps=129)
+    with pytest.raises(ValueError, match="executor 'segments' waits on the vector's entries, but spilu0_sptrsv"):
+        t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="segments")
     with pytest.raises(ValueError, match="executor 'chains' waits on the vector's entries, but spic0_sptrsv"):
         t3.prepare("spic0_sptrsv", sm.poisson2d(4), like=_vector(np.ones(16), "float64"), executor="chains")
     with pytest.raises(TypeError):

@@ -127,13 +127,14 @@ def main(argv=None):
     b.add_argument("--inspector-options", default=None,
                    help="sparse_fusion: more inspector options, e.g. slack=0.2,packing=separated")
     b.add_argument("--executors", default=None,
-                   help="sparse_fusion: t3 executors to time (default levels,syncfree,dataflow,chains where the pair allows)")
+                   help="sparse_fusion: t3 executors to time (default levels,syncfree,dataflow,chains,segments where the "
+                        "pair allows)")
     b.add_argument("--block-rows", default=None,
                    help="sparse_fusion: comma list of iterations per block for t3's sync-free executors (a sweep)")
     b.add_argument("--nap-ns", default=None,
                    help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executors (a sweep)")
     b.add_argument("--chain-steps", default=None,
-                   help="sparse_fusion: comma list of links per block for t3's chain executor (a sweep)")
+                   help="sparse_fusion: comma list of links per block for t3's chain and segment executors (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")

@@ -1,13 +1,14 @@
 """GPU smoke check, run before the sparse-fusion benchmark in the same device call:
 
-    python -m tiers.bench.gpu_smoke_sparse_fusion
+    python -m tiers.bench.gpu_smoke_sparse_fusion [EXECUTOR ...]
 
 t3 sparse-attention gradients with the current backward tiles against float64 t1, then every
-sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow
-and chains where the pair allows) against t0. Exits 2 when the flag executor fails, else 3 when
-the dataflow executor fails, else 4 when the chain executor fails, so a session script can leave
-the failing one out of the benchmark (`--executors ...`); run it under `timeout`, since a wrong
-wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
+sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow,
+chains and segments where the pair allows) against t0. Exits 2 when the flag executor fails, else
+3 when the dataflow executor fails, else 4 when the chain executor fails, else 5 when the segment
+executor fails, so a session script can leave the failing one out of the benchmark
+(`--executors ...`); with EXECUTOR arguments only those t3 executors run. Run it under
+`timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
 import sys
 import time
 
@@ -42,7 +43,7 @@ from tiers.fusion_schedules import inspect
 from tiers.t3_triton_fused import sparse_fusion as t3f
 
 rng = np.random.default_rng(0)
-fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "chains": 0, "t2": 0}
+fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "chains": 0, "segments": 0, "t2": 0}
 for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_laplacian(NP, m=3, seed=1))):
     for pair in PAIRS:
         mats = operands(pair, A)
@@ -56,7 +57,7 @@ for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_lapla
             print(f"{mname} {pair} {dtype} t2: {'ok' if ok else 'FAILED'}", flush=True)
             for kind in ("wavefront", "sparse_fusion"):
                 s = inspect(pair, *mats, kind=kind)
-                for ex in t3f.executors_for(pair):
+                for ex in (x for x in t3f.executors_for(pair) if len(sys.argv) < 2 or x in sys.argv[1:]):
                     t = time.perf_counter()
                     out = t3f.prepare(pair, *mats, like=vec, schedule=s, executor=ex)(vec)
                     if dev == "cuda":
@@ -67,4 +68,5 @@ for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_lapla
                     print(f"{mname} {pair} {dtype} t3 {kind} {ex}: rel {max(r['rel'] for r in res):.1e} "
                           f"{'ok' if ok else 'FAILED'} ({time.perf_counter() - t:.2f} s)", flush=True)
 print("failures:", fails, "attention:", bad_attention)
-sys.exit(2 if fails["syncfree"] else 3 if fails["dataflow"] else 4 if fails["chains"] else 0)
+sys.exit(2 if fails["syncfree"] else 3 if fails["dataflow"] else 4 if fails["chains"] else
+         5 if fails["segments"] else 0)

@@ -702,7 +702,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                                 for combo in itertools.product(*(sweeps[k] for k in defaults)):
                                     tune = {k: c for k, c in zip(defaults, combo) if c is not None}
                                     row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,
-                                               inspector_ms=insp_ms, **cols, **defaults, **tune)
+                                               inspector_ms=insp_ms, **cols, **{**defaults, **tune})
                                     if s is None:
                                         case.record({**row, "status": cols["inspector_error"]})
                                         continue

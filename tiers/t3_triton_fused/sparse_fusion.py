@@ -54,6 +54,16 @@ solves, 3.74 vs 4.53 ms; 27-point about even; 2D Poisson 2.05–2.3 ms vs 1.71 (
 slower) and the power-law sptrsv_spmv 1.35 vs 1.24 lose. Prefetching the next step's tables did
 not help (2D 2.5 ms). executor=None never picks it.
 
+executor="segments": the chains again, but a piece of a chain is solved at once instead of link
+by link. When link m of a triangular solve reads, inside its piece, only the link before it,
+its row is x_m = α_m + β_m·x_{m−1}, with α_m = (rhs + σ·Σ_{others} a·x)/d from entries outside
+the piece and β_m = σ·a_{m,m−1}/d: a first-order linear recurrence. A program takes a piece of
+up to S links as S lanes, waits (dataflow) for every lane's outside entries at once, and
+composes the affine maps x ↦ α + β·x with a parallel scan (log₂ S steps) — a 2D grid row of
+1000 unknowns becomes ⌈1000/S⌉ hops instead of 1000. Pieces are cut where a link would read
+another link of its piece, or where its predecessor's entry lies past the first SEG_CHUNK of
+its row (the scan must know it before the wait); single iterations share blocks of R lanes.
+
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
 validation, tables, the upload of the matrices' values — and returns a callable that only
@@ -69,11 +79,12 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import affine_fetch, affine_finish, affine_step, factor_rows, iterations
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
+                                       iterations)
 from tiers.validation import interpreting, validate_sparse_fusion
 
-EXECUTORS = ("levels", "syncfree", "dataflow", "chains")
-BLOCK_ROWS = {"syncfree": 16, "dataflow": 4, "chains": 4}
+EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
+BLOCK_ROWS = {"syncfree": 16, "dataflow": 4, "chains": 4, "segments": 4}
 """R, iterations per sync-free block (lanes of one program), per executor; swept on the H100
 (1M-row 2D Poisson, sptrsv_spmv, float64, 2026-11-23): the flag executor changes little with R
 (4.0–4.2 ms for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.73 ms with
@@ -84,15 +95,17 @@ CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fit
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
 NAP_NS = 100             # dataflow, chains: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
-CHAIN_STEPS = 16         # chains: links per chain block at most (see BLOCK_ROWS)
+CHAIN_STEPS = {"chains": 16, "segments": 32}   # links per chain block (piece) at most (see BLOCK_ROWS)
+SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
+SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
 TUNABLE = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
-           "chains": ("block_rows", "nap_ns", "chain_steps")}
+           "chains": ("block_rows", "nap_ns", "chain_steps"), "segments": ("block_rows", "nap_ns", "chain_steps")}
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
 
 
 def tuning_defaults(executor) -> dict:
     """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given."""
-    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS}
+    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS.get(executor)}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -107,8 +120,8 @@ fewer, larger programs, which the interpreter executes faster."""
 
 
 def executors_for(pair: str) -> tuple:
-    """The executors that can run `pair`: "dataflow" only where every iteration writes one
-    vector entry once (no factor rows)."""
+    """The executors that can run `pair`: "dataflow", "chains" and "segments" only where every
+    iteration writes one vector entry once (no factor rows)."""
     return EXECUTORS[:2] if pair in dags.FACTOR_PAIRS else EXECUTORS
 
 
@@ -286,24 +299,31 @@ produces (a NaN result is quiet) and which the validated, finite inputs never ho
 
 
 @triton.jit
+def _take_block(TICKET, BLK_PTR, BLK_ITER, R: tl.constexpr):
+    """The next ticket's block: (its first slot, the R slots, which hold an iteration, the iterations)."""
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    first = tl.load(BLK_PTR + t)
+    lane = first + tl.arange(0, R)
+    ok = lane < tl.load(BLK_PTR + t + 1)
+    return first, lane, ok, tl.load(BLK_ITER + lane, mask=ok, other=0)
+
+
+@triton.jit
 def _dataflow(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag."""
-    t = tl.atomic_add(TICKET, 1, sem="relaxed")
-    first = tl.load(BLK_PTR + t)
-    lane = first + tl.arange(0, R)
-    ok = lane < tl.load(BLK_PTR + t + 1)
-    v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+    first, lane, ok, v = _take_block(TICKET, BLK_PTR, BLK_ITER, R)
     start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
         v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
     affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
                   True, CHUNK, N_IN, True, SENT, NAP)
 
 
-def _launch_dataflow(kernel, run, val, vec, *blocks):
-    """Fill the outputs with the sentinel and launch one program per block of `run.plan`."""
+def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
+    """Fill the outputs with the sentinel and launch one program per block of `run.plan`, each
+    of `lanes` lanes (default: run.block_rows)."""
     count, _ = run.plan
     if count == 0:
         return
@@ -313,7 +333,7 @@ def _launch_dataflow(kernel, run, val, vec, *blocks):
     ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
     kernel[(count,)](ticket, *blocks, *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign",
                                                              "dst")),
-                     val, vec, n, R=run.block_rows, CHUNK=CHUNK, SENT=SENTINEL[vec.dtype],
+                     val, vec, n, R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
                      NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
 
 
@@ -339,25 +359,30 @@ def _walk(head, parent):
         anc = up
 
 
-def chain_blocks(schedule, mats, R, S):
-    """Blocks for executor="chains": (blk_ptr, blk_steps, blk_iter), block t owning slots
-    blk_iter[blk_ptr[t] : blk_ptr[t] + R·blk_steps[t]], step-major (slot s·R + lane), −1 for none.
+def _links(schedule, mats):
+    """(u, v, level, parent): the joint DAG's dependences u → v, its wavefront levels, and per
+    iteration the one it waits for last in its own kernel (one level up, the largest id), or −1."""
+    def build():
+        n = schedule.n1 + schedule.n2
+        dag, level = _joint(schedule, mats)
+        u, v = dag.sources()
+        same = (level[u] == level[v] - 1) & ((u < schedule.n1) == (v < schedule.n1))
+        parent = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(parent, v[same], u[same])
+        return u, v, level, parent
+    return schedule.cached("chain_links", build)
 
-    A chain links each iteration to the iteration of the same kernel it waits for last (one
-    wavefront level up; the largest such id, so a 2D stencil chains along its grid rows), when
-    it is that iteration's first such successor. Chains are cut every S links, and cut again
-    wherever an iteration waits on a chain whose key — the level of its first iteration — is
-    not smaller than its own chain's (repeated until none does): then waits only point to
-    smaller keys, blocks in key order are a topological order, and the sync-free argument of
-    ticket_blocks holds. A chain of two or more iterations gets a block of its own (lane 0,
-    one step per link); single iterations of one key share blocks of R lanes. The schedule
-    orders what the keys leave equal."""
+
+def _chain_heads(schedule, mats, S, allowed=None):
+    """The chains of chain_blocks: (head, top, pos, key) per iteration — whether it starts a
+    chain, the chain's first iteration, its position in the chain, the chain's key. `allowed`:
+    a mask of the iterations that may extend their parent's chain at all; with it, a chain is
+    also cut wherever an iteration waits on another iteration of its own chain than its parent
+    (what the segments executor needs)."""
     n = schedule.n1 + schedule.n2
-    dag, level = _joint(schedule, mats)
-    u, v = dag.sources()
-    same = (level[u] == level[v] - 1) & ((u < schedule.n1) == (v < schedule.n1))
-    parent = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(parent, v[same], u[same])
+    u, v, level, parent = _links(schedule, mats)
+    if allowed is not None:
+        parent = np.where(allowed, parent, -1)
     has = np.flatnonzero(parent >= 0)
     first = np.full(n, n, dtype=np.int64)
     np.minimum.at(first, parent[has], has)
@@ -368,9 +393,18 @@ def chain_blocks(schedule, mats, R, S):
         key = level[top]
         new = (pos % S == 0) & ~head
         new[v[(top[u] != top[v]) & (key[u] >= key[v])]] = True
+        if allowed is not None:
+            new[v[(top[u] == top[v]) & (parent[v] != u)]] = True
+        new &= ~head
         if not new.any():
-            break
+            return head, top, pos, key
         head |= new
+
+
+def _block_heads(schedule, head, top, key, R):
+    """Chains in key order, each a block; single iterations of one key in blocks of R. Returns
+    (heads in block order, block of each head, lane of each, chain length of each head)."""
+    n = len(head)
     at = np.empty(n, dtype=np.int64)
     at[schedule.order] = np.arange(n)
     length = np.bincount(top, minlength=n)
@@ -386,6 +420,25 @@ def chain_blocks(schedule, mats, R, S):
     start |= ~chain & ((np.arange(len(heads)) - run) % R == 0)
     block = np.cumsum(start) - 1
     lane = np.arange(len(heads)) - np.flatnonzero(start)[block]
+    return heads, block, lane, length
+
+
+def chain_blocks(schedule, mats, R, S):
+    """Blocks for executor="chains": (blk_ptr, blk_steps, blk_iter), block t owning slots
+    blk_iter[blk_ptr[t] : blk_ptr[t] + R·blk_steps[t]], step-major (slot s·R + lane), −1 for none.
+
+    A chain links each iteration to the iteration of the same kernel it waits for last (one
+    wavefront level up; the largest such id, so a 2D stencil chains along its grid rows), when
+    it is that iteration's first such successor. Chains are cut every S links, and cut again
+    wherever an iteration waits on a chain whose key — the level of its first iteration — is
+    not smaller than its own chain's (repeated until none does): then waits only point to
+    smaller keys, blocks in key order are a topological order, and the sync-free argument of
+    ticket_blocks holds. A chain of two or more iterations gets a block of its own (lane 0,
+    one step per link); single iterations of one key share blocks of R lanes. The schedule
+    orders what the keys leave equal."""
+    n = schedule.n1 + schedule.n2
+    head, top, pos, key = _chain_heads(schedule, mats, S)
+    heads, block, lane, length = _block_heads(schedule, head, top, key, R)
     steps = np.zeros(block[-1] + 1 if len(heads) else 0, dtype=np.int64)
     np.maximum.at(steps, block, length[heads])
     blk_ptr = np.zeros(len(steps) + 1, dtype=np.int64)
@@ -395,6 +448,42 @@ def chain_blocks(schedule, mats, R, S):
     blk_iter = np.full(blk_ptr[-1], -1, dtype=np.int64)
     blk_iter[blk_ptr[block_of[top]] + pos * R + lane_of[top]] = np.arange(n)
     return blk_ptr, steps, blk_iter
+
+
+def _scannable(tables, parent, chunk):
+    """Iterations whose parent's output is read by one of the first `chunk` entries of their row."""
+    n = len(parent)
+    counts = np.diff(tables.ent_ptr.astype(np.int64))
+    row = np.repeat(np.arange(n), counts)
+    rel = np.arange(len(row)) - tables.ent_ptr[row]
+    p = parent[row]
+    hit = (p >= 0) & (rel < chunk)
+    hit[hit] = tables.ent_aux[hit] == tables.dst[p[hit]]
+    ok = np.zeros(n, dtype=bool)
+    ok[row[hit]] = True
+    return ok
+
+
+def segment_blocks(schedule, mats, tables, R, S, chunk=SEG_CHUNK):
+    """Blocks for executor="segments": (blk_ptr, blk_iter), block t running the iterations
+    blk_iter[blk_ptr[t]:blk_ptr[t+1]] as its lanes, in block (ticket) order. The chains of
+    chain_blocks, with two more cuts: a link's predecessor must be read by one of the first
+    `chunk` entries of its row, and no link reads another link of its piece than the one before
+    it. A piece of a chain (at most S links) is one block, its links in order; single
+    iterations of one key share blocks of at most R."""
+    n = schedule.n1 + schedule.n2
+    parent = _links(schedule, mats)[3]
+    head, top, pos, key = _chain_heads(schedule, mats, S, allowed=_scannable(tables, parent, chunk))
+    heads, block, lane, length = _block_heads(schedule, head, top, key, R)
+    width = np.zeros(block[-1] + 1 if len(heads) else 0, dtype=np.int64)
+    np.maximum.at(width, block, np.maximum(length[heads], lane + 1))
+    blk_ptr = np.zeros(len(width) + 1, dtype=np.int64)
+    np.cumsum(width, out=blk_ptr[1:])
+    block_of, lane_of = np.empty(n, np.int64), np.empty(n, np.int64)
+    block_of[heads], lane_of[heads] = block, lane
+    blk_iter = np.empty(blk_ptr[-1], dtype=np.int64)
+    blk_iter[blk_ptr[block_of[top]] + lane_of[top] + pos] = np.arange(n)
+    return blk_ptr, blk_iter
 
 
 @triton.jit
@@ -430,6 +519,44 @@ def _run_chains(run, val, vec):
     _launch_dataflow(_chains, run, val, vec, sdev["blk_ptr"], sdev["blk_steps"], sdev["blk_iter"])
 
 
+# ---------------------------------------------------------------- executor (e): chain pieces by a scan
+
+@triton.jit
+def _compose(b1, a1, b2, a2):
+    """x ↦ a2 + b2·(a1 + b1·x): two consecutive links' affine maps, the earlier one first."""
+    return b2 * b1, a2 + b2 * a1
+
+
+@triton.jit
+def _segments(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+    """The dataflow executor over segment blocks: every lane waits for the entries its row reads
+    from outside the block, then one scan solves the piece's recurrence x_m = α_m + β_m·x_{m−1}
+    (single iterations have β = 0 and come out as α)."""
+    first, lane, ok, v = _take_block(TICKET, BLK_PTR, BLK_ITER, R)
+    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+        v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+    # the lane before writes what this lane reads last: not awaited, it becomes β
+    before = tl.load(BLK_ITER + lane - 1, mask=ok & (lane > first), other=-1)
+    prev_dst = tl.load(DST + before, mask=before >= 0, other=-1)
+    alpha, beta = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                              CHUNK, N_IN, SENT, NAP)
+    _, x_out = tl.associative_scan((beta, alpha), 0, _compose)
+    tl.store(VEC + dst, x_out, mask=ok)
+
+
+def _segment_plan(schedule, mats, tables, R, S, device):
+    blk_ptr, blk_iter = segment_blocks(schedule, mats, tables, R, S)
+    dev = rows.to_device({"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": blk_iter.astype(np.int32)}, device)
+    return len(blk_ptr) - 1, dev
+
+
+def _run_segments(run, val, vec):
+    sdev = run.plan[1]
+    lanes = triton.next_power_of_2(max(run.chain_steps, run.block_rows))
+    _launch_dataflow(_segments, run, val, vec, sdev["blk_ptr"], sdev["blk_iter"], lanes=lanes, chunk=SEG_CHUNK)
+
+
 # ---------------------------------------------------------------- the pair functions
 
 class Prepared:
@@ -449,6 +576,10 @@ class Prepared:
         elif executor == "chains":
             self.plan = schedule.cached(("t3_chains", block_rows, chain_steps, str(device)),
                                         lambda: _chain_plan(schedule, problem.matrices, block_rows, chain_steps, device))
+        elif executor == "segments":
+            self.plan = schedule.cached(("t3_segments", block_rows, chain_steps, str(device)),
+                                        lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
+                                                              chain_steps, device))
         else:     # syncfree and dataflow run the same blocks
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                     lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
@@ -460,18 +591,20 @@ class Prepared:
         return rows.results(self.tables, self.problem, val, vec)
 
 
-RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow, "chains": _run_chains}
+RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow, "chains": _run_chains,
+        "segments": _run_segments}
 
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
-            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=CHAIN_STEPS) -> Prepared:
+            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: "levels", "syncfree", "dataflow" or None
     (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
     see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
     BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
-    uses it too); nap_ns, the dataflow and chain executors' sleep between polls (0 to 10000 ns);
-    chain_steps, the chain executor's links per block (1 to 4096)."""
+    uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls (0 to
+    10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
+    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -486,13 +619,19 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
         raise ValueError(f"num_warps must be 1, 2, 4 or 8, got {num_warps!r}")
     if isinstance(nap_ns, bool) or not isinstance(nap_ns, int) or not 0 <= nap_ns <= 10000:
         raise ValueError(f"nap_ns must be an int from 0 to 10000, got {nap_ns!r}")
-    if isinstance(chain_steps, bool) or not isinstance(chain_steps, int) or not 1 <= chain_steps <= 4096:
+    if chain_steps is not None and (isinstance(chain_steps, bool) or not isinstance(chain_steps, int)
+                                    or not 1 <= chain_steps <= 4096):
         raise ValueError(f"chain_steps must be an int from 1 to 4096, got {chain_steps!r}")
+    if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
+        raise ValueError(f"chain_steps of the segments executor must be at most {SEG_MAX} (the lanes of one "
+                         f"program), got {chain_steps}")
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
     if block_rows is None:
         block_rows = tuning_defaults(executor).get("block_rows", 1)
+    if chain_steps is None:
+        chain_steps = CHAIN_STEPS.get(executor, 1)
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, like.device,
                     like.dtype)
 
