@@ -257,16 +257,20 @@ def test_segment_blocks_read_only_the_past_and_the_lane_before(gen, size, seed, 
 
 
 def test_segments_follow_a_stencil_row():
-    """On a 2D grid in natural order the pieces of the solve run along grid rows, cut every S."""
+    """On a 2D grid in natural order the pieces of the solve run along grid rows, cut every S,
+    and are ticketed by their level in the DAG of pieces — piece s of grid row r after r + s
+    hops — not by the level of their first link (r + S·s)."""
     A = sm.poisson2d(12)
     mats = operands("sptrsv_spmv", A)
     s = fs.inspect("sptrsv_spmv", *mats, kind="wavefront")
     blk_ptr, blk_iter = t3.segment_blocks(s, mats, t3.rows.row_tables("sptrsv_spmv", *mats), 4, 5)
     pieces = [blk_iter[blk_ptr[t]:blk_ptr[t + 1]] for t in range(len(blk_ptr) - 1)]
-    pieces = [p for p in pieces if p[0] < 144 and len(p) > 1]
+    pieces = [p for p in pieces if p[0] < 144 and len(p) > 1]          # in ticket order
     assert sorted(len(p) for p in pieces) == sorted([5, 5, 2] * 12)
     for p in pieces:
         assert (np.diff(p) == 1).all() and p[0] // 12 == p[-1] // 12
+    hops = [p[0] // 12 + p[0] % 12 // 5 for p in pieces]                 # r + s
+    assert hops == sorted(hops)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

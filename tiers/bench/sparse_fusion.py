@@ -12,8 +12,8 @@ Pairs: sptrsv_spmv, spmv_sptrsv, sptrsv_sptrsv, spilu0_sptrsv, spic0_sptrsv (the
 takes are `operands(pair, A)`).
 
 Providers:
-  t3_triton_fused    one row per schedule kind and executor (levels, syncfree, dataflow, chains); the
-                     schedule is inspected once, outside the timing
+  t3_triton_fused    one row per schedule kind and executor (levels, syncfree, dataflow, chains,
+                     segments); the schedule is inspected once, outside the timing
   t2_triton_unfused  each kernel by its own DAG's wavefronts, one launch per level: the unfused
                      Triton baseline (it checks but does not follow a schedule: one row)
   t1_torch           optional (`--providers`); every schedule; timed as the whole call

@@ -1,5 +1,5 @@
 """Sparse fusion, fused: the two kernels of a pair run as one schedule of joint iterations
-(tiers/fusion_schedules.py), by one of three executors.
+(tiers/fusion_schedules.py), by one of five executors.
 
 A joint iteration is one row of one kernel — an SpMV or SpTRSV row, or an ILU(0)/IC(0) row —
 computed by the building blocks of tiers/kernels/sparse_rows.py from index tables built once per
@@ -62,7 +62,15 @@ up to S links as S lanes, waits (dataflow) for every lane's outside entries at o
 composes the affine maps x ↦ α + β·x with a parallel scan (log₂ S steps) — a 2D grid row of
 1000 unknowns becomes ⌈1000/S⌉ hops instead of 1000. Pieces are cut where a link would read
 another link of its piece, or where its predecessor's entry lies past the first SEG_CHUNK of
-its row (the scan must know it before the wait); single iterations share blocks of R lanes.
+its row (the scan must know it before the wait); single iterations share blocks of R lanes;
+tickets follow the levels of the DAG of blocks (_block_heads). Measured on the H100
+(2026-11-25, float64, wavefront schedule, figures/data/segments_*_sparse_fusion_*): not faster
+than dataflow. 2D Poisson 1000², sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv: S = 16 1.80 / 2.49
+/ 3.64 ms against dataflow 1.71 / 1.90 / 3.30, S = 64 5.2–11.3 ms; 3D 7-point 100³: S = 16 1.06
+/ 1.20 / 0.95 against 0.78 / 0.77 / 0.99. Longer pieces run slower although they make the
+block DAG shallower (1016 levels at S = 64 against the joint DAG's 2000). One likely cause, not
+profiled: every program has next_pow2(max(S, R)) lanes, also the 250 000 blocks of four single
+SpMV rows, so wider pieces leave fewer programs resident. executor=None never picks it.
 
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
@@ -94,8 +102,8 @@ more spinning lanes keep L2 busy with polls. chains: R lanes for the single iter
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
-NAP_NS = 100             # dataflow, chains: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
-CHAIN_STEPS = {"chains": 16, "segments": 32}   # links per chain block (piece) at most (see BLOCK_ROWS)
+NAP_NS = 100             # dataflow, chains, segments: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
+CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) at most (module docstring)
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
 TUNABLE = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
@@ -401,16 +409,18 @@ def _chain_heads(schedule, mats, S, allowed=None):
         head |= new
 
 
-def _block_heads(schedule, mats, head, top, key, R):
+def _block_heads(schedule, mats, head, top, key, R, by_level):
     """Chains, each a block; single iterations of one key in blocks of R. Returns (heads, block
-    of each head, lane of each, chain length of each head).
+    of each head, lane of each, chain length of each head), blocks numbered (ticketed) in key
+    order, or with `by_level` by their level in the DAG of blocks (1 + the largest level of
+    the blocks they wait for), ties in key order. Both are topological orders.
 
-    Blocks are numbered (ticketed) by their level in the DAG of blocks — 1 + the largest level
-    of the blocks they wait for — ties in key order. Key order alone is a topological order
-    too, but it hands out tickets by the level of a chain's *first* link: a piece (r, s) of a
-    2D grid row, which can run after r + s hops, would wait for its ticket behind every block
-    of a smaller key, and the pieces would save no hop (measured on the H100: the segment
-    executor in key order took 3.8–9.4 ms on 2D Poisson where dataflow takes 1.7)."""
+    Key order hands out tickets by the level of a chain's *first* link: a piece (r, s) of a 2D
+    grid row, which could run after r + s hops, waits for its ticket behind every block of a
+    smaller key. Measured on the H100 (2026-11-25, float64, 2D Poisson 1000², sptrsv_spmv):
+    the segment executor at S = 64 took 9.37 ms in key order and 5.16 ms by level, so segments
+    go by level; the chain executor took 12.0 ms by level at S = 16 (2.05–2.3 ms in key order
+    the same day), so chains keep key order."""
     n = len(head)
     at = np.empty(n, dtype=np.int64)
     at[schedule.order] = np.arange(n)
@@ -427,6 +437,8 @@ def _block_heads(schedule, mats, head, top, key, R):
     start |= ~chain & ((np.arange(len(heads)) - run) % R == 0)
     block = np.cumsum(start) - 1
     lane = np.arange(len(heads)) - np.flatnonzero(start)[block]
+    if not by_level:
+        return heads, block, lane, length
     blocks = int(block[-1]) + 1 if len(heads) else 0
     of_head = np.empty(n, dtype=np.int64)
     of_head[heads] = block
@@ -448,13 +460,13 @@ def chain_blocks(schedule, mats, R, S):
     it is that iteration's first such successor. Chains are cut every S links, and cut again
     wherever an iteration waits on a chain whose key — the level of its first iteration — is
     not smaller than its own chain's (repeated until none does): then waits only point to
-    smaller keys, the blocks form a DAG, and tickets in its level order (_block_heads) keep
-    the sync-free argument of ticket_blocks. A chain of two or more iterations gets a block of
-    its own (lane 0, one step per link); single iterations of one key share blocks of R lanes.
-    The schedule orders what the keys leave equal."""
+    smaller keys, and tickets in key order (_block_heads) keep the sync-free argument of
+    ticket_blocks. A chain of two or more iterations gets a block of its own (lane 0, one step
+    per link); single iterations of one key share blocks of R lanes. The schedule orders what
+    the keys leave equal."""
     n = schedule.n1 + schedule.n2
     head, top, pos, key = _chain_heads(schedule, mats, S)
-    heads, block, lane, length = _block_heads(schedule, mats, head, top, key, R)
+    heads, block, lane, length = _block_heads(schedule, mats, head, top, key, R, by_level=False)
     steps = np.zeros(block.max() + 1 if len(heads) else 0, dtype=np.int64)
     np.maximum.at(steps, block, length[heads])
     blk_ptr = np.zeros(len(steps) + 1, dtype=np.int64)
@@ -490,7 +502,7 @@ def segment_blocks(schedule, mats, tables, R, S, chunk=SEG_CHUNK):
     n = schedule.n1 + schedule.n2
     parent = _links(schedule, mats)[3]
     head, top, pos, key = _chain_heads(schedule, mats, S, allowed=_scannable(tables, parent, chunk))
-    heads, block, lane, length = _block_heads(schedule, mats, head, top, key, R)
+    heads, block, lane, length = _block_heads(schedule, mats, head, top, key, R, by_level=True)
     width = np.zeros(block.max() + 1 if len(heads) else 0, dtype=np.int64)
     np.maximum.at(width, block, np.maximum(length[heads], lane + 1))
     blk_ptr = np.zeros(len(width) + 1, dtype=np.int64)
