@@ -487,6 +487,7 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))
     delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)   # written by the first dQ launch
+    assert o.stride() == do.stride(), "the dQ kernel reads O with dO's strides"
     # one class writes the gradients in the input dtype; several add up in float32 first
     acc = q.dtype if len(classes) <= 1 else torch.float32
     dq, dk, dv = (empty(x.shape, dtype=acc, device=q.device) for x in (q, k, v))
