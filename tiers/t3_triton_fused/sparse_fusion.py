@@ -626,8 +626,8 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataf
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
             num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
-    typed and placed like the tensor `like`. executor: "levels", "syncfree", "dataflow" or None
-    (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
+    typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
+    or None (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
     see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
     BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
     uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls (0 to
