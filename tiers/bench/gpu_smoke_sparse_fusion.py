@@ -8,7 +8,8 @@ chains and segments where the pair allows) against t0. Exits 2 when the flag exe
 3 when the dataflow executor fails, else 4 when the chain executor fails, else 5 when the segment
 executor fails, so a session script can leave the failing one out of the benchmark
 (`--executors ...`); with EXECUTOR arguments only those t3 executors run. Run it under
-`timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the interpreter with smaller shapes."""
+`timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the
+interpreter with smaller shapes."""
 import sys
 import time
 

@@ -321,7 +321,13 @@ class _FlashAttention(torch.autograd.Function):
 
 def attention(q, k, v, *, causal=False, scale=None):
     """q [B, H, Lq, D], k and v [B, H, Lk, D] → [B, H, Lq, D]; differentiable."""
-    shape = validate_attention(q, k, v, causal, scale, tier="t3_triton_fused")
+    return attention_of(q, k, v, validate_attention(q, k, v, causal, scale, tier="t3_triton_fused"))
+
+
+def attention_of(q, k, v, shape):
+    """`attention` on inputs already validated as `shape` (an AttentionShape): for t3 modules
+    that validate their own arguments and hand a dense sub-problem on (sparse attention's
+    equal blocks), so nothing is checked twice."""
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _FlashAttention.apply(q, k, v, shape)
     return _forward(q, k, v, shape)[0]

@@ -41,8 +41,8 @@ import triton.language as tl
 from tiers.buffers import empty, empty_like
 from tiers.kernels.acsr_tiles import row_group
 from tiers.kernels.gemm import dot as _dot
-from tiers.t3_triton_fused.attention import LOG2E, attention as dense_attention
-from tiers.validation import interpreting, validate_sparse_attention
+from tiers.t3_triton_fused.attention import LOG2E, attention_of as dense_attention
+from tiers.validation import AttentionShape, interpreting, validate_sparse_attention
 
 
 @triton.jit
@@ -137,7 +137,8 @@ def _sparse_fwd(Q, K, V, O, LSE, BOUNDS, TABLE, ORDER, qk_scale, H, Lq, Lk, G, A
 
 
 @triton.jit
-def _sparse_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk, G, A_MOD, B_MOD,
+def _sparse_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, BOUNDS, TABLE, ORDER, qk_scale, scale, H, Lq, Lk, G,
+                   A_MOD, B_MOD,
                    s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                    s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
                    SIGMA: tl.constexpr, MAXSEG: tl.constexpr, LOG_G: tl.constexpr, FIRST: tl.constexpr, LPT: tl.constexpr,
@@ -500,8 +501,8 @@ def _backward(q, k, v, o, lse, do, shape, pattern):
         BM, BN, warps, stages = tiles_dq
         order, lpt = _query_order_on(pattern, n, BM, BN, q.device)
         _sparse_bwd_dq[_grid(order, lpt, B * H)](
-            q, k, v, o, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq, shape.Lk, G,
-            c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt,
+            q, k, v, o, do, lse, delta, dq, bounds, c.table, order, shape.scale * LOG2E, shape.scale, H, Lq,
+            shape.Lk, G, c.a_mod, c.b_mod, *strides, *dq.stride(), MAXSEG=c.table.shape[1], LOG_G=log_g, LPT=lpt,
             BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
         BM, BN, warps, stages = tiles_kv
         item_ptr, items, (order, lpt) = _dkdv_items_on(pattern, n, BN, BM, q.device)
@@ -537,7 +538,8 @@ def sparse_attention(q, k, v, pattern, scale=None):
 
         def view(x):
             return x.reshape(B, H * (L // block), block, D)
-        return dense_attention(view(q), view(k), view(v), scale=shape.scale).reshape(B, H, L, D)
+        dense = AttentionShape(B, H * (L // block), block, block, D, shape.scale, causal=False)
+        return dense_attention(view(q), view(k), view(v), dense).reshape(B, H, L, D)
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _SparseAttention.apply(q, k, v, shape, pattern)
     return _forward(q.contiguous(), k.contiguous(), v.contiguous(), shape, pattern)[0]
