@@ -591,6 +591,68 @@ def test_t3_uniform_blocks_run_as_dense_attention_over_a_view(small_dense_view, 
         assert_close(t.grad, ref, dtype, what=f"d{name}")
 
 
+def _diagonal_mask(sizes):
+    mask = np.zeros((sum(sizes),) * 2, dtype=bool)
+    for r0, r1 in zip(np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes)):
+        mask[r0:r1, r0:r1] = True
+    return mask
+
+
+def test_t3_finds_diagonal_blocks():
+    """diagonal_blocks accepts exactly the patterns whose row groups see their own rows (any sizes,
+    Lq = Lk): those take the one-pass backward when no block exceeds _BLOCKS_BWD_MAX rows."""
+    from tiers.t3_triton_fused.sparse_attention import _BLOCKS_BWD_MAX, _small_blocks_on, diagonal_blocks
+
+    np.testing.assert_array_equal(diagonal_blocks(ACSR.blocked(43, 8)), [0, 8, 16, 24, 32, 40, 43])
+    np.testing.assert_array_equal(diagonal_blocks(ACSR.from_mask(_diagonal_mask([5, 33, 1, 16]))),
+                                  [0, 5, 38, 39, 55])
+    assert _small_blocks_on(ACSR.blocked(600, _BLOCKS_BWD_MAX), torch.device("cpu")) is not None
+    assert _small_blocks_on(ACSR.blocked(600, _BLOCKS_BWD_MAX + 1), torch.device("cpu")) is None
+    swapped = np.zeros((32, 32), dtype=bool)
+    swapped[:16, 16:] = swapped[16:, :16] = True
+    gap = np.zeros((32, 32), dtype=bool)
+    gap[:16, :14] = gap[16:, 16:] = True
+    for p in (ACSR.from_mask(_uneven_blocks()), ACSR.from_mask(swapped), ACSR.from_mask(gap),
+              ACSR.from_mask(np.kron(np.eye(2, dtype=bool), np.tri(16, dtype=bool))), ACSR.sliding_window(40, 8),
+              ACSR.from_mask(np.zeros((32, 32), dtype=bool)), ACSR.from_mask(np.ones((32, 33), dtype=bool))):
+        assert diagonal_blocks(p) is None, p
+
+
+@pytest.mark.parametrize("dtype", dtypes_for("t3_triton_fused"))
+@pytest.mark.parametrize("build", [lambda: ACSR.blocked(70, 40), lambda: ACSR.blocked(64, 32),
+                                   lambda: ACSR.from_mask(_diagonal_mask([5, 33, 1, 16, 48]))],
+                         ids=["ragged", "aligned", "uneven"])
+def test_t3_one_pass_backward_of_diagonal_blocks(dtype, build):
+    """The one-pass backward (dQ summed over key tiles in a scratch) against the spec, on blocks
+    of one, two and three key tiles, ragged and aligned; the general kernels give the same."""
+    from tiers.t3_triton_fused import sparse_attention as t3
+
+    pattern = build()
+    assert t3._small_blocks_on(pattern, torch.device("cpu")) is not None
+    rng = np.random.default_rng(_seed("one-pass", dtype, pattern.Lq))
+    inputs = [randn(rng, 2, 3, pattern.Lq, 16) for _ in range(4)]
+    exact = [x.astype(np.float64) for x in inputs]
+    refs = spec_backward(*exact[:3], pattern, exact[3])
+
+    def grads():
+        tq, tk, tv = (to_tier(x, "t3_triton_fused", dtype, requires_grad=True) for x in inputs[:3])
+        (t3.sparse_attention(tq, tk, tv, pattern) * to_tier(inputs[3], "t3_triton_fused", dtype)).sum().backward()
+        return [t.grad for t in (tq, tk, tv)]
+    one_pass = grads()
+    for name, g, ref in zip("qkv", one_pass, refs):
+        assert torch.isfinite(g).all()
+        assert_close(g, ref, dtype, what=f"d{name}")
+    t3._small_blocks_on.cache_clear()
+    try:
+        saved, t3._BLOCKS_BWD_MAX = t3._BLOCKS_BWD_MAX, 0
+        general = grads()
+    finally:
+        t3._BLOCKS_BWD_MAX = saved
+        t3._small_blocks_on.cache_clear()
+    for name, g, ref in zip("qkv", general, refs):
+        assert_close(g, ref, dtype, what=f"general d{name}")
+
+
 def _dense_masked_torch(q, k, v, mask, scale):
     """Float64 dense masked attention written in torch (autograd reference), zeros for empty rows."""
     import torch

@@ -136,6 +136,8 @@ def main(argv=None):
     b.add_argument("--chain-steps", default=None,
                    help="sparse_fusion: comma list of links per block for t3's chain and segment executors (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
+    b.add_argument("--reps", type=int, default=1,
+                   help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
@@ -169,7 +171,7 @@ def main(argv=None):
                                                append=args.append,
                                                patterns=args.patterns.split(",") if args.patterns else None,
                                                providers=args.providers.split(",") if args.providers else None,
-                                               modes=tuple(args.modes.split(",")))
+                                               modes=tuple(args.modes.split(",")), reps=args.reps)
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

@@ -80,7 +80,11 @@ def todo(suites):
 
 
 def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=None, providers=None,
-        modes=("fwd", "fwd_bwd")):
+        modes=("fwd", "fwd_bwd"), reps=1):
+    """Every job of `suites` (filtered), measured `reps` times in interleaved rounds — timings on
+    the lent GPU drift between minutes — each row holding the median and every sample (ms_reps)."""
+    import statistics
+
     import torch
     from tqdm import tqdm
 
@@ -90,39 +94,43 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
     ceilings = measure_ceilings()
     jobs = [j for j in todo(suites) if (patterns is None or j[1] in patterns)
             and (providers is None or j[5] in providers) and j[4] in modes]
-    rows, masks, pats = [], {}, {}
-    bar = tqdm(jobs, disable=not progress, desc="sparse attention")
-    for suite, name, L, D, mode, prov in bar:
-        bar.set_postfix_str(f"{name} L={L} D={D} {prov} {mode}")
+    rows, masks, pats = {}, {}, {}
+    bar = tqdm([(rep, job) for rep in range(reps) for job in jobs], disable=not progress, desc="sparse attention")
+    for rep, job in bar:
+        suite, name, L, D, mode, prov = job
+        bar.set_postfix_str(f"{name} L={L} D={D} {prov} {mode} rep {rep}")
         p = pats.setdefault((name, L), pattern(name, L))
         st = p.stats()
-        row = dict(suite=suite, pattern=name, L=L, B=B, H=H, D=D, dtype="float16", mode=mode, provider=prov,
-                   nnz=st["nnz"], density=st["density"], flop_bound=1 / st["density"], groups=st["groups"],
-                   segments=st["segments"], acsr_bytes=st["metadata_bytes"], csr_bytes=st["csr_bytes"],
-                   dense_mask_bytes=st["dense_bytes"])
         if prov == "flex" and (name, L) not in masks:
             masks[(name, L)] = flex_mask(p)
         g = torch.Generator(device="cuda").manual_seed(L + D)
         q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
         call = _call(prov, p, masks.get((name, L)))
-        row.update(measure(call, [q, k, v], mode))
+        res = measure(call, [q, k, v], mode)
+        if job not in rows:
+            rows[job] = dict(suite=suite, pattern=name, L=L, B=B, H=H, D=D, dtype="float16", mode=mode, provider=prov,
+                             nnz=st["nnz"], density=st["density"], flop_bound=1 / st["density"], groups=st["groups"],
+                             segments=st["segments"], acsr_bytes=st["metadata_bytes"], csr_bytes=st["csr_bytes"],
+                             dense_mask_bytes=st["dense_bytes"], ms_reps=[])
+        row = rows[job]
+        row["ms_reps"].append(res.pop("ms"))
+        row.update(res, ms=statistics.median(row["ms_reps"]))
         # rows of several device calls may share a file (--append): each says when it was measured
         row["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         row["useful_tflops"] = 4 * B * H * D * st["nnz"] * (3.5 if mode == "fwd_bwd" else 1.0) / row["ms"] / 1e9
-        if mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
+        if rep == 0 and mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
             if (name, L) not in masks:
                 masks[(name, L)] = flex_mask(p)
             with torch.no_grad():
                 ours = call(q, k, v).float()
                 ref = _call("flex", p, masks[(name, L)])(q, k, v).float()
             row["rel_err_vs_flex"] = float((ours - ref).norm() / ref.norm())
-        rows.append(row)
         q = k = v = None
         torch.cuda.empty_cache()
         # written after every case, so a run cut short keeps what it measured
-        paths = write_rows(rows, "sparse_attention", env, out_dir, extra={"ceilings": ceilings}, append=append,
-                           case_keys=("suite", "pattern", "L", "D", "mode", "provider"))
-    return env, ceilings, rows, paths
+        paths = write_rows(list(rows.values()), "sparse_attention", env, out_dir, extra={"ceilings": ceilings},
+                           append=append, case_keys=("suite", "pattern", "L", "D", "mode", "provider"))
+    return env, ceilings, list(rows.values()), paths
 
 
 def summary(rows) -> str:
