@@ -87,7 +87,8 @@ EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{
                   for pair in PAIRS for kind in fs.KINDS
                   for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
                                            ("syncfree", "schedule", ("float64",)), ("dataflow", "dag", DTYPES),
-                                           ("dataflow", "schedule", ("float64",)), ("chains", "dag", DTYPES),
+                                           ("dataflow", "schedule", ("float64",)), ("dataflow", "alap", ("float64",)),
+                                           ("dataflow", "mid", ("float32",)), ("chains", "dag", DTYPES),
                                            ("segments", "dag", DTYPES))
                   for dt in dts if ex in t3.executors_for(pair)]
 
@@ -118,6 +119,20 @@ def test_hub_rows_longer_than_many_chunks(tier_executor):
             out = t3.prepare(pair, *mats, like=v, schedule=s, executor=tier_executor)(v)
         _check(out, _reference(pair, mats, b, "float64", ("hub", pair)), pair, mats, "float64",
                f"{tier_executor} {pair}")
+
+
+@pytest.mark.parametrize("executor", ["dataflow", "chains", "segments"])
+@pytest.mark.parametrize("per_sm", [1, 2])
+def test_persistent_programs(executor, per_sm):
+    """Persistent programs (a few per SM, each taking tickets until none is left) give the same
+    numbers as one program per block, on every pair they can run."""
+    for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
+        mats, b = _problem(pair)
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
+                         executor=executor, programs_per_sm=per_sm)
+        assert run.plan[0] >= 2 * per_sm and t3._programs(run.plan[0], per_sm, torch.device("cpu")) == per_sm
+        _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+               "float64", f"{executor} P={per_sm} {pair}")
 
 
 @pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4)])
@@ -276,7 +291,7 @@ def test_segments_follow_a_stencil_row():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
        pair=st.sampled_from(PAIRS), kind=st.sampled_from(fs.KINDS), workers=st.integers(1, 9),
-       R=st.sampled_from([1, 2, 3, 16, 32]), tickets=st.sampled_from(["dag", "schedule"]))
+       R=st.sampled_from([1, 2, 3, 16, 32]), tickets=st.sampled_from(t3.TICKETS))
 def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair, kind, workers, R, tickets):
     """Every iteration in exactly one block of at most R; for every dependence u → v, u's block
     has a lower ticket than v's (so not the same block: its lanes run at once, and a program
@@ -301,6 +316,36 @@ def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair,
     if tickets == "dag":     # blocks follow the joint DAG's wavefronts: no more of them than needed
         level = sd.wavefront_levels(sd.joint_dag(pair, *mats))
         assert len(sizes) == sum(-(-c // R) for c in np.bincount(level))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 120), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS))
+def test_latest_levels(gen, size, seed, pair):
+    """As-late-as-possible levels: every dependence rises by at least one, every sink sits on the
+    last level, nothing lies below its as-soon-as-possible level, and an iteration with a
+    successor sits exactly one level below the lowest of them."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind="wavefront")
+    dag = sd.joint_dag(pair, *mats)
+    asap, alap = sd.wavefront_levels(dag), t3._latest_levels(s, mats)
+    u, v = dag.sources()
+    assert (alap[u] < alap[v]).all() and (alap >= asap).all()
+    lowest = np.full(dag.n, asap.max(initial=0) + 1)
+    np.minimum.at(lowest, u, alap[v])
+    np.testing.assert_array_equal(alap, lowest - 1)
+
+
+def test_alap_tickets_put_spmv_rows_just_before_their_readers():
+    """spmv_sptrsv on a 2D grid: by as-soon-as-possible level every SpMV row is in the first
+    group, ahead of the whole solve; by as-late-as-possible level, SpMV row i comes one level
+    before solve row i, which reads it."""
+    mats = operands("spmv_sptrsv", sm.poisson2d(8))
+    s = fs.inspect("spmv_sptrsv", *mats, kind="wavefront")
+    alap = t3._latest_levels(s, mats)
+    n = mats[0].shape[0]
+    assert (sd.wavefront_levels(sd.joint_dag("spmv_sptrsv", *mats))[:n] == 0).all()
+    np.testing.assert_array_equal(alap[:n], alap[n:] - 1)
 
 
 def test_dag_tickets_keep_the_schedules_order_inside_a_level():
@@ -408,7 +453,7 @@ def test_executor_options():
     with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
                                          "computes a factor in place .+ use one of levels, syncfree"):
         t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="dataflow")
-    with pytest.raises(ValueError, match="tickets must be 'dag' or 'schedule', got 'random'"):
+    with pytest.raises(ValueError, match="tickets must be one of dag, alap, mid, schedule, got 'random'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, tickets="random")
     with pytest.raises(ValueError, match="block_rows must be a power of two from 1 to 128, got 24"):
         t3.prepare("sptrsv_spmv", *mats, like=x, block_rows=24)
@@ -416,6 +461,8 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, num_warps=3)
     with pytest.raises(ValueError, match="nap_ns must be an int from 0 to 10000, got -5"):
         t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
+    with pytest.raises(ValueError, match="programs_per_sm must be an int from 0 to 64, got 65"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, programs_per_sm=65)
     with pytest.raises(ValueError, match="chain_steps must be an int from 1 to 4096, got 0"):
         t3.prepare("sptrsv_spmv", *mats, like=x, chain_steps=0)
     with pytest.raises(ValueError, match="chain_steps of the segments executor must be at most 128 .+, got 129"):

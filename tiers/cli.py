@@ -135,6 +135,11 @@ def main(argv=None):
                    help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executors (a sweep)")
     b.add_argument("--chain-steps", default=None,
                    help="sparse_fusion: comma list of links per block for t3's chain and segment executors (a sweep)")
+    b.add_argument("--programs-per-sm", default=None,
+                   help="sparse_fusion: comma list of persistent programs per SM for t3's dataflow executors "
+                        "(0: one program per block; a sweep)")
+    b.add_argument("--tickets", default=None,
+                   help="sparse_fusion: comma list of block orders for t3's dataflow and flag executors (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--reps", type=int, default=1,
                    help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")
@@ -199,7 +204,9 @@ def main(argv=None):
             executors=tuple(args.executors.split(",")) if args.executors else None,
             block_rows=_ints(args.block_rows) if args.block_rows else (None,),
             nap_ns=_ints(args.nap_ns) if args.nap_ns else (None,),
-            chain_steps=_ints(args.chain_steps) if args.chain_steps else (None,))
+            chain_steps=_ints(args.chain_steps) if args.chain_steps else (None,),
+            programs_per_sm=_ints(args.programs_per_sm) if args.programs_per_sm else (None,),
+            tickets=tuple(args.tickets.split(",")) if args.tickets else (None,))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

@@ -45,6 +45,18 @@ re-reads the entries it needs until none holds it. A dependence hop is then a st
 load that sees it: no barrier, no release fence, no flag. On the H100 this halves the time
 of the flag executor (figures/data/sparse_fusion_*).
 
+  Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
+  block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
+  — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
+  is unchanged: a ticket is only ever taken by a running program. Measured on the H100
+  (2026-11-25, float64, wavefront schedule, figures/data/persistent_*_sparse_fusion_*): 16 per
+  SM against one per block, 2D Poisson 1000² 1.63 / 1.92 / 3.19 vs 1.74 / 1.95 / 3.41 ms
+  (sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv), 27-point 0.67 / 0.76 / 1.36 vs 0.83 / 0.92 / 2.04,
+  the power-law sptrsv_spmv 7 % slower; 8 and 32 per SM slower than 16. Without persistent
+  programs a 100 ns nap between polls had paid; with them, polling without a nap is faster on
+  2D (1.47 / 1.75 / 2.84 vs 1.63 / 1.92 / 3.18 ms, figures/data/nap_tickets_sparse_fusion_*),
+  within 1 % on 3D and the power-law graph, 6 % slower on 27-point sptrsv_sptrsv.
+
 executor="chains": the dataflow executor over other blocks (chain_blocks): a program walks a
 chain of iterations that each wait last on the one before, carrying each value to the next step
 in a register. Measured on the H100 (2026-11-25, float64): a chain step costs about what a hop
@@ -96,24 +108,28 @@ BLOCK_ROWS = {"syncfree": 16, "dataflow": 4, "chains": 4, "segments": 4}
 """R, iterations per sync-free block (lanes of one program), per executor; swept on the H100
 (1M-row 2D Poisson, sptrsv_spmv, float64, 2026-11-23): the flag executor changes little with R
 (4.0–4.2 ms for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.73 ms with
-NAP_NS = 100, 1.88 without; R = 2: 2.3, R = 8: 3.5–4.0; on 3D Poisson and the power-law graph R =
-16/64/128 were 1.3–3× slower than R = 4): a block finishes when its last row is ready, and
-more spinning lanes keep L2 busy with polls. chains: R lanes for the single iterations."""
+a 100 ns nap, 1.88 without — one program per block then; R = 2: 2.3, R = 8: 3.5–4.0; on 3D
+Poisson and the power-law graph R = 16/64/128 were 1.3–3× slower than R = 4): a block finishes
+when its last row is ready, and more spinning lanes keep L2 busy with polls. chains: R lanes for
+the single iterations."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
-NAP_NS = 100             # dataflow, chains, segments: nanoseconds a waiting row sleeps between polls (see BLOCK_ROWS)
+NAP_NS = 0               # dataflow, chains, segments: ns a waiting row sleeps between polls (module docstring)
 CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) at most (module docstring)
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
-TUNABLE = {"syncfree": ("block_rows",), "dataflow": ("block_rows", "nap_ns"),
-           "chains": ("block_rows", "nap_ns", "chain_steps"), "segments": ("block_rows", "nap_ns", "chain_steps")}
+PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
+TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets"),
+           "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
+           "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
 
 
 def tuning_defaults(executor) -> dict:
     """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given."""
-    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS.get(executor)}
+    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS.get(executor),
+             "programs_per_sm": PROGRAMS_PER_SM, "tickets": "dag"}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -202,6 +218,20 @@ def _joint(schedule, mats):
     return dag, schedule.cached("joint_levels", lambda: dags.wavefront_levels(dag))
 
 
+def _latest_levels(schedule, mats):
+    """As-late-as-possible level of every iteration of the joint DAG: depth − 1 − the longest
+    path from it to a sink (the wavefront levels of the reversed DAG), cached per schedule."""
+    def build():
+        dag, level = _joint(schedule, mats)
+        u, v = dag.sources()
+        by = np.argsort(u, kind="stable")
+        ptr = np.zeros(dag.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
+        height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
+        return int(level.max(initial=0)) - height
+    return schedule.cached("joint_latest_levels", build)
+
+
 @triton.jit
 def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
@@ -238,6 +268,9 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
     tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
 
 
+TICKETS = ("dag", "alap", "mid", "schedule")
+
+
 def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
@@ -246,6 +279,10 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     tickets="dag": iterations sorted by (wavefront level of the joint DAG, position in the
     schedule), each level cut into blocks of at most R — the shortest chains of waits, whatever
     the schedule; the schedule only decides which iterations of a level share a block.
+    tickets="alap": by as-late-as-possible level (_latest_levels) instead — iterations off the
+    critical path wait until just before they are needed (spmv_sptrsv: each SpMV row right before
+    the solve row that reads it, not all of them first). tickets="mid": by the sum of both levels,
+    halfway. A dependence u → v raises both levels, so every order keeps it in an earlier group.
     tickets="schedule": sorted by (schedule level, step within the partition, partition), each
     (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
     inside its partitions. Either way the iterations of a block are independent of each other
@@ -254,8 +291,9 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     pos = np.empty(n, dtype=np.int64)
     pos[schedule.order] = np.arange(n)
     sizes = np.diff(schedule.part_ptr)
-    if tickets == "dag":
-        group = _joint(schedule, mats)[1]
+    if tickets in ("dag", "alap", "mid"):
+        group = {"dag": lambda: _joint(schedule, mats)[1], "alap": lambda: _latest_levels(schedule, mats),
+                 "mid": lambda: _joint(schedule, mats)[1] + _latest_levels(schedule, mats)}[tickets]()
         seq = np.lexsort((pos, group))
     elif tickets == "schedule":
         level = np.empty(n, np.int64)
@@ -265,7 +303,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
         group = level * (int(sizes.max(initial=0)) + 1) + step
         seq = np.lexsort((pos, group))          # within a (level, step): partition order
     else:
-        raise ValueError(f"tickets must be 'dag' or 'schedule', got {tickets!r}")
+        raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
     g = group[seq]
     start = np.ones(n, dtype=bool)
     start[1:] = g[1:] != g[:-1]
@@ -307,9 +345,18 @@ produces (a NaN result is quiet) and which the validated, finite inputs never ho
 
 
 @triton.jit
-def _take_block(TICKET, BLK_PTR, BLK_ITER, R: tl.constexpr):
-    """The next ticket's block: (its first slot, the R slots, which hold an iteration, the iterations)."""
-    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
+    """The ticket after a finished block: a fresh one when programs are persistent (LOOP), else
+    N_BLK, which ends the program's loop after its one block."""
+    if LOOP:
+        return tl.atomic_add(TICKET, 1, sem="relaxed")
+    else:
+        return N_BLK
+
+
+@triton.jit
+def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
+    """Ticket t's block: (its first slot, the R slots, which hold an iteration, the iterations)."""
     first = tl.load(BLK_PTR + t)
     lane = first + tl.arange(0, R)
     ok = lane < tl.load(BLK_PTR + t + 1)
@@ -317,21 +364,34 @@ def _take_block(TICKET, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 
 @triton.jit
-def _dataflow(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
-              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+def _dataflow(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag."""
-    first, lane, ok, v = _take_block(TICKET, BLK_PTR, BLK_ITER, R)
-    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-        v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
-    affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                  True, CHUNK, N_IN, True, SENT, NAP)
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    while t < N_BLK:
+        first, lane, ok, v = _block_of(t, BLK_PTR, BLK_ITER, R)
+        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+            v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+        affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                      True, CHUNK, N_IN, True, SENT, NAP)
+        t = _next_ticket(TICKET, N_BLK, LOOP)
+
+
+def _programs(count, per_sm, device):
+    """Programs to launch for `count` blocks: one per block, or with per_sm > 0 that many per SM
+    (persistent programs that take tickets until none is left; one under the interpreter, which
+    runs programs one after another)."""
+    if per_sm == 0:
+        return count
+    sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+    return min(count, per_sm * sms)
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
-    """Fill the outputs with the sentinel and launch one program per block of `run.plan`, each
-    of `lanes` lanes (default: run.block_rows)."""
+    """Fill the outputs with the sentinel and launch the programs (_programs) for the blocks of
+    `run.plan`, each of `lanes` lanes (default: run.block_rows)."""
     count, _ = run.plan
     if count == 0:
         return
@@ -339,10 +399,11 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
     vec.view(bits)[n:] = SENTINEL[vec.dtype]
     ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
-    kernel[(count,)](ticket, *blocks, *(run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign",
-                                                             "dst")),
-                     val, vec, n, R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
-                     NAP=0 if interpreting() else run.nap_ns, num_warps=run.num_warps)
+    tables = (run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst"))
+    grid = (_programs(count, run.programs_per_sm, val.device),)
+    kernel[grid](ticket, count, *blocks, *tables, val, vec, n, R=lanes or run.block_rows, CHUNK=chunk,
+                 SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
+                 num_warps=run.num_warps)
 
 
 def _run_dataflow(run, val, vec):
@@ -515,24 +576,26 @@ def segment_blocks(schedule, mats, tables, R, S, chunk=SEG_CHUNK):
 
 
 @triton.jit
-def _chains(TICKET, BLK_PTR, BLK_STEPS, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
-            R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+def _chains(TICKET, N_BLK, BLK_PTR, BLK_STEPS, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC,
+            N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
     """The dataflow executor over chain blocks: step by step, each lane runs the next iteration
     of its chain, taking the entry its previous step wrote from a register."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
-    base = tl.load(BLK_PTR + t)
-    lane = tl.arange(0, R)
-    prev_dst = tl.full([R], -1, tl.int32)
-    prev_val = tl.zeros([R], dtype=VAL.dtype.element_ty)
-    for step in range(0, tl.load(BLK_STEPS + t)):
-        v = tl.load(BLK_ITER + base + step * R + lane)
-        ok = v >= 0
-        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-            v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
-        val = affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC,
-                          VAL, VEC, CHUNK, N_IN, SENT, NAP)
-        prev_dst = tl.where(ok, dst, -1)
-        prev_val = val
+    while t < N_BLK:
+        base = tl.load(BLK_PTR + t)
+        lane = tl.arange(0, R)
+        prev_dst = tl.full([R], -1, tl.int32)
+        prev_val = tl.zeros([R], dtype=VAL.dtype.element_ty)
+        for step in range(0, tl.load(BLK_STEPS + t)):
+            v = tl.load(BLK_ITER + base + step * R + lane)
+            ok = v >= 0
+            start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+                v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+            val = affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC,
+                              VAL, VEC, CHUNK, N_IN, SENT, NAP)
+            prev_dst = tl.where(ok, dst, -1)
+            prev_val = val
+        t = _next_ticket(TICKET, N_BLK, LOOP)
 
 
 def _chain_plan(schedule, mats, R, S, device):
@@ -556,21 +619,24 @@ def _compose(b1, a1, b2, a2):
 
 
 @triton.jit
-def _segments(TICKET, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
-              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
+def _segments(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
     """The dataflow executor over segment blocks: every lane waits for the entries its row reads
     from outside the block, then one scan solves the piece's recurrence x_m = α_m + β_m·x_{m−1}
     (single iterations have β = 0 and come out as α)."""
-    first, lane, ok, v = _take_block(TICKET, BLK_PTR, BLK_ITER, R)
-    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-        v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
-    # the lane before writes what this lane reads last: not awaited, it becomes β
-    before = tl.load(BLK_ITER + lane - 1, mask=ok & (lane > first), other=-1)
-    prev_dst = tl.load(DST + before, mask=before >= 0, other=-1)
-    alpha, beta = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                              CHUNK, N_IN, SENT, NAP)
-    _, x_out = tl.associative_scan((beta, alpha), 0, _compose)
-    tl.store(VEC + dst, x_out, mask=ok)
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    while t < N_BLK:
+        first, lane, ok, v = _block_of(t, BLK_PTR, BLK_ITER, R)
+        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+            v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
+        # the lane before writes what this lane reads last: not awaited, it becomes β
+        before = tl.load(BLK_ITER + lane - 1, mask=ok & (lane > first), other=-1)
+        prev_dst = tl.load(DST + before, mask=before >= 0, other=-1)
+        alpha, beta = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
+                                  CHUNK, N_IN, SENT, NAP)
+        _, x_out = tl.associative_scan((beta, alpha), 0, _compose)
+        tl.store(VEC + dst, x_out, mask=ok)
+        t = _next_ticket(TICKET, N_BLK, LOOP)
 
 
 def _segment_plan(schedule, mats, tables, R, S, device):
@@ -592,11 +658,11 @@ class Prepared:
     returns, launching only the executor's kernels — the tables and the matrices' values are
     already on the device. Made by `prepare`."""
 
-    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, device,
-                 dtype):
+    def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
+                 programs_per_sm, device, dtype):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
-        self.chain_steps = chain_steps
+        self.chain_steps, self.programs_per_sm = chain_steps, programs_per_sm
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -624,23 +690,25 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataf
 
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
-            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None) -> Prepared:
+            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=PROGRAMS_PER_SM) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
-    or None (executor_rule). For the sync-free kernels: tickets, the block order ("dag" or "schedule",
+    or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
     see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
     BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
     uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls (0 to
     10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
-    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor."""
+    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
+    the dataflow, chain and segment executors, 0 for one program per block or the number of
+    persistent programs per SM that take tickets until none is left (1 to 64)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
     if executor is not None and executor not in executors_for(pair):
         raise ValueError(f"executor {executor!r} waits on the vector's entries, but {pair} computes a factor in "
                          f"place (entries rewritten step by step); use one of {', '.join(executors_for(pair))}")
-    if tickets not in ("dag", "schedule"):
-        raise ValueError(f"tickets must be 'dag' or 'schedule', got {tickets!r}")
+    if tickets not in TICKETS:
+        raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
     if block_rows is not None and (isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128)):
         raise ValueError(f"block_rows must be a power of two from 1 to 128, got {block_rows!r}")
     if isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8):
@@ -650,6 +718,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
     if chain_steps is not None and (isinstance(chain_steps, bool) or not isinstance(chain_steps, int)
                                     or not 1 <= chain_steps <= 4096):
         raise ValueError(f"chain_steps must be an int from 1 to 4096, got {chain_steps!r}")
+    if isinstance(programs_per_sm, bool) or not isinstance(programs_per_sm, int) or not 0 <= programs_per_sm <= 64:
+        raise ValueError(f"programs_per_sm must be an int from 0 to 64, got {programs_per_sm!r}")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
         raise ValueError(f"chain_steps of the segments executor must be at most {SEG_MAX} (the lanes of one "
                          f"program), got {chain_steps}")
@@ -660,8 +730,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
         block_rows = tuning_defaults(executor).get("block_rows", 1)
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
-    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps, like.device,
-                    like.dtype)
+    return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
+                    programs_per_sm, like.device, like.dtype)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
