@@ -497,10 +497,11 @@ _BLOCKS_BWD_MAX = 256
 
 @functools.lru_cache(maxsize=32)
 def _small_blocks_on(pattern, device):
+    """(row bounds on the device, largest block) for the one-pass backward, or None."""
     rows = diagonal_blocks(pattern)
     if rows is None or np.diff(rows).max() > _BLOCKS_BWD_MAX:
         return None
-    return torch.tensor(rows, dtype=torch.int32, device=device)
+    return torch.tensor(rows, dtype=torch.int32, device=device), int(np.diff(rows).max())
 
 
 def _longest_first(steps):
@@ -593,13 +594,15 @@ def _forward(q, k, v, shape, pattern):
     return o, lse
 
 
-def _blocks_backward(q, k, v, o, lse, do, shape, rows):
+def _blocks_backward(q, k, v, o, lse, do, shape, blocks):
+    rows, largest = blocks
     B, H, L, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))
     assert o.stride() == do.stride(), "the kernel reads O with dO's strides"
     dq, dk, dv = (empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
-    scratch = empty(q.shape, dtype=torch.float32, device=q.device)     # dQ between key tiles
     BM, BN, warps, stages = _blocks_tiles(BLOCK_D, q.dtype)
+    # dQ between key tiles; never touched when every block fits one key tile
+    scratch = empty(q.shape, dtype=torch.float32, device=q.device) if largest > BN else dq
     _blocks_bwd[(len(rows) - 1, B * H)](
         q, k, v, o, do, lse, dq, scratch, dk, dv, rows, shape.scale * LOG2E, shape.scale, H, L,
         *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
@@ -609,9 +612,9 @@ def _blocks_backward(q, k, v, o, lse, do, shape, rows):
 
 
 def _backward(q, k, v, o, lse, do, shape, pattern):
-    rows = _small_blocks_on(pattern, q.device)
-    if rows is not None and _blocks_tiles(max(16, triton.next_power_of_2(shape.D)), q.dtype):
-        return _blocks_backward(q, k, v, o, lse, do, shape, rows)
+    blocks = _small_blocks_on(pattern, q.device)
+    if blocks is not None and _blocks_tiles(max(16, triton.next_power_of_2(shape.D)), q.dtype):
+        return _blocks_backward(q, k, v, o, lse, do, shape, blocks)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))

@@ -381,8 +381,8 @@ def _dataflow(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, 
 
 def _programs(count, per_sm, device):
     """Programs to launch for `count` blocks: one per block, or with per_sm > 0 that many per SM
-    (persistent programs that take tickets until none is left; one under the interpreter, which
-    runs programs one after another)."""
+    (persistent programs that take tickets until none is left; per_sm in all on a CPU device,
+    where the interpreter runs programs one after another and the first takes every ticket)."""
     if per_sm == 0:
         return count
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
