@@ -57,14 +57,33 @@ def _recorder(name, out_dir):
     return add
 
 
-def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
-    """blocked(L, b), b = 64…1024, forward and forward+backward, on the general kernels ("general")
-    and as dense attention over a [B, H·L/b, b, D] view ("view"), beside FlexAttention; each case
-    `reps` times interleaved, since timings on the lent GPU drift between minutes."""
+def _blocked_problems(L, head_dims, block_sizes):
+    """(D, block, pattern, Flex call, [q, k, v]) for blocked(L, block) at every head dim: the
+    cases of the block sweeps, inputs made once per head dim."""
     import torch
 
     from tiers.acsr import ACSR
     from tiers.bench.sparse_attention import _call, flex_mask
+
+    for D in head_dims:
+        inputs = [torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3)]
+        for block in block_sizes:
+            p = ACSR.blocked(L, block)
+            yield D, block, p, _call("flex", p, flex_mask(p)), inputs
+
+
+def _timed(call, flex, inputs, mode, checked):
+    """measure()'s row for call, with its largest error against Flex when `checked`."""
+    row = measure(call, inputs, mode)
+    if checked:
+        row["rel_err_vs_flex"] = _rel_err(call, flex, inputs, mode)
+    return row
+
+
+def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
+    """blocked(L, b), b = 64…1024, forward and forward+backward, on the general kernels ("general")
+    and as dense attention over a [B, H·L/b, b, D] view ("view"), beside FlexAttention; each case
+    `reps` times interleaved, since timings on the lent GPU drift between minutes."""
     from tiers.t3_triton_fused import sparse_attention as t3
 
     add = _recorder("sparse_tune_blocks", out_dir)
@@ -75,21 +94,14 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
         t3._DENSE_VIEW_MIN = 1
         uniform.cache_clear()
     try:
-        for D in head_dims:
-            q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            for block in BLOCK_SIZES:
-                p = ACSR.blocked(L, block)
-                flex = _call("flex", p, flex_mask(p))
-                for rep in range(reps):
-                    for mode in ("fwd", "fwd_bwd"):
-                        for kernel in ("view", "general", "flex"):
-                            path(kernel)
-                            call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
-                            row = dict(sweep="block_size", block=block, L=L, D=D, mode=mode, kernel=kernel, rep=rep,
-                                       **measure(call, [q, k, v], mode))
-                            if rep == 0 and kernel != "flex":
-                                row["rel_err_vs_flex"] = _rel_err(call, flex, [q, k, v], mode)
-                            paths = add(row)
+        for D, block, p, flex, inputs in _blocked_problems(L, head_dims, BLOCK_SIZES):
+            for rep in range(reps):
+                for mode in ("fwd", "fwd_bwd"):
+                    for kernel in ("view", "general", "flex"):
+                        path(kernel)
+                        call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
+                        paths = add(dict(sweep="block_size", block=block, L=L, D=D, mode=mode, kernel=kernel, rep=rep,
+                                         **_timed(call, flex, inputs, mode, rep == 0 and kernel != "flex")))
     finally:
         t3._uniform_block, t3._DENSE_VIEW_MIN = uniform, view_min
         uniform.cache_clear()
@@ -99,34 +111,25 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
 def run_one_pass(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256,), reps=3):
     """blocked(L, b) forward+backward: t3 with the one-pass backward for each tile of ONE_PASS,
     t3 with the general backward kernels ("general"), and Flex, interleaved `reps` times."""
-    import torch
-
-    from tiers.acsr import ACSR
-    from tiers.bench.sparse_attention import _call, flex_mask
     from tiers.t3_triton_fused import sparse_attention as t3
 
     add = _recorder("sparse_tune_one_pass", out_dir)
     table, limit = dict(t3._TILES_BLOCKS), t3._BLOCKS_BWD_MAX
     try:
-        for D in head_dims:
-            q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
-            for block in block_sizes:
-                p = ACSR.blocked(L, block)
-                flex = _call("flex", p, flex_mask(p))
-                cases = [("one_pass", cfg) for cfg in ONE_PASS[max(16, D)]] + [("general", None), ("flex", None)]
-                for rep in range(reps):
-                    for kernel, cfg in cases:
-                        t3._BLOCKS_BWD_MAX = 0 if kernel == "general" else max(limit, block)
-                        t3._small_blocks_on.cache_clear()
-                        if cfg:
-                            t3._TILES_BLOCKS[max(16, D)] = cfg
-                        call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
-                        row = dict(block=block, L=L, D=D, kernel=kernel, rep=rep, **measure(call, [q, k, v], "fwd_bwd"))
-                        if cfg:
-                            row.update(BM=cfg[0], BN=cfg[1], warps=cfg[2], stages=cfg[3])
-                        if rep == 0 and kernel != "flex":
-                            row["rel_err_vs_flex"] = _rel_err(call, flex, [q, k, v], "fwd_bwd")
-                        paths = add(row)
+        for D, block, p, flex, inputs in _blocked_problems(L, head_dims, block_sizes):
+            cases = [("one_pass", cfg) for cfg in ONE_PASS[max(16, D)]] + [("general", None), ("flex", None)]
+            for rep in range(reps):
+                for kernel, cfg in cases:
+                    t3._BLOCKS_BWD_MAX = 0 if kernel == "general" else max(limit, block)
+                    t3._small_blocks_on.cache_clear()
+                    if cfg:
+                        t3._TILES_BLOCKS[max(16, D)] = cfg
+                    call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
+                    row = dict(block=block, L=L, D=D, kernel=kernel, rep=rep,
+                               **_timed(call, flex, inputs, "fwd_bwd", rep == 0 and kernel != "flex"))
+                    if cfg:
+                        row.update(BM=cfg[0], BN=cfg[1], warps=cfg[2], stages=cfg[3])
+                    paths = add(row)
     finally:
         t3._TILES_BLOCKS.clear()
         t3._TILES_BLOCKS.update(table)
