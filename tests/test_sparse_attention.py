@@ -600,14 +600,14 @@ def _diagonal_mask(sizes):
 
 def test_t3_finds_diagonal_blocks():
     """diagonal_blocks accepts exactly the patterns whose row groups see their own rows (any sizes,
-    Lq = Lk): those take the one-pass backward when no block exceeds _BLOCKS_BWD_MAX rows."""
-    from tiers.t3_triton_fused.sparse_attention import _BLOCKS_BWD_MAX, _small_blocks_on, diagonal_blocks
+    Lq = Lk): those run on the block kernels when no block exceeds _SMALL_BLOCKS_MAX rows."""
+    from tiers.t3_triton_fused.sparse_attention import _SMALL_BLOCKS_MAX, _small_blocks_on, diagonal_blocks
 
     np.testing.assert_array_equal(diagonal_blocks(ACSR.blocked(43, 8)), [0, 8, 16, 24, 32, 40, 43])
     np.testing.assert_array_equal(diagonal_blocks(ACSR.from_mask(_diagonal_mask([5, 33, 1, 16]))),
                                   [0, 5, 38, 39, 55])
-    assert _small_blocks_on(ACSR.blocked(600, _BLOCKS_BWD_MAX), torch.device("cpu")) is not None
-    assert _small_blocks_on(ACSR.blocked(600, _BLOCKS_BWD_MAX + 1), torch.device("cpu")) is None
+    assert _small_blocks_on(ACSR.blocked(600, _SMALL_BLOCKS_MAX), torch.device("cpu")) is not None
+    assert _small_blocks_on(ACSR.blocked(600, _SMALL_BLOCKS_MAX + 1), torch.device("cpu")) is None
     swapped = np.zeros((32, 32), dtype=bool)
     swapped[:16, 16:] = swapped[16:, :16] = True
     gap = np.zeros((32, 32), dtype=bool)
@@ -618,39 +618,53 @@ def test_t3_finds_diagonal_blocks():
         assert diagonal_blocks(p) is None, p
 
 
+def test_block_tiles_cover_every_row_once():
+    """The programs of the block kernels: every row of every block in exactly one tile, tiles
+    starting at their block's first row and every `size` rows after it."""
+    from tiers.t3_triton_fused.sparse_attention import block_tiles
+
+    rows = [0, 5, 38, 39, 55, 103]
+    tiles = block_tiles(rows, 16)
+    np.testing.assert_array_equal(tiles[:4], [[0, 0, 5], [5, 5, 38], [21, 5, 38], [37, 5, 38]])
+    covered = np.concatenate([np.arange(t, min(t + 16, r1)) for t, _, r1 in tiles])
+    np.testing.assert_array_equal(covered, np.arange(103))
+    assert all(r0 <= t < r1 and (t - r0) % 16 == 0 for t, r0, r1 in tiles)
+
+
+BLOCK_PATHS = {  # how t3 runs small diagonal blocks: (forward on the block kernel, backward plan)
+    "blocks-one-pass": (True, ("one_pass", (16, 16, 4, 1))),
+    "blocks-split": (True, ("split", (16, 16, 4, 1), (16, 16, 4, 1))),
+    "general": (False, None),
+}
+
+
+@pytest.mark.parametrize("path", list(BLOCK_PATHS))
 @pytest.mark.parametrize("dtype", dtypes_for("t3_triton_fused"))
 @pytest.mark.parametrize("build", [lambda: ACSR.blocked(70, 40), lambda: ACSR.blocked(64, 32),
                                    lambda: ACSR.from_mask(_diagonal_mask([5, 33, 1, 16, 48]))],
                          ids=["ragged", "aligned", "uneven"])
-def test_t3_one_pass_backward_of_diagonal_blocks(dtype, build):
-    """The one-pass backward (dQ summed over key tiles in a scratch) against the spec, on blocks
-    of one, two and three key tiles, ragged and aligned; the general kernels give the same."""
+def test_t3_diagonal_blocks_every_path(monkeypatch, path, dtype, build):
+    """Output and gradients of small diagonal blocks on each way t3 can run them — the block
+    forward, the one-pass backward (dQ summed over key tiles in a scratch), the split backward,
+    and the general kernels — against the spec, on blocks of one, two and three key tiles,
+    ragged and aligned."""
     from tiers.t3_triton_fused import sparse_attention as t3
 
     pattern = build()
     assert t3._small_blocks_on(pattern, torch.device("cpu")) is not None
-    rng = np.random.default_rng(_seed("one-pass", dtype, pattern.Lq))
+    fwd, bwd = BLOCK_PATHS[path]
+    monkeypatch.setitem(t3._BLOCKS_FWD, 16, (16, 16, 4, 1) if fwd else None)
+    monkeypatch.setitem(t3._BLOCKS_BWD, 16, bwd)
+    rng = np.random.default_rng(_seed("blocks", path, dtype, pattern.Lq))
     inputs = [randn(rng, 2, 3, pattern.Lq, 16) for _ in range(4)]
     exact = [x.astype(np.float64) for x in inputs]
-    refs = spec_backward(*exact[:3], pattern, exact[3])
-
-    def grads():
-        tq, tk, tv = (to_tier(x, "t3_triton_fused", dtype, requires_grad=True) for x in inputs[:3])
-        (t3.sparse_attention(tq, tk, tv, pattern) * to_tier(inputs[3], "t3_triton_fused", dtype)).sum().backward()
-        return [t.grad for t in (tq, tk, tv)]
-    one_pass = grads()
-    for name, g, ref in zip("qkv", one_pass, refs):
-        assert torch.isfinite(g).all()
-        assert_close(g, ref, dtype, what=f"d{name}")
-    t3._small_blocks_on.cache_clear()
-    try:
-        saved, t3._BLOCKS_BWD_MAX = t3._BLOCKS_BWD_MAX, 0
-        general = grads()
-    finally:
-        t3._BLOCKS_BWD_MAX = saved
-        t3._small_blocks_on.cache_clear()
-    for name, g, ref in zip("qkv", general, refs):
-        assert_close(g, ref, dtype, what=f"general d{name}")
+    tq, tk, tv = (to_tier(x, "t3_triton_fused", dtype, requires_grad=True) for x in inputs[:3])
+    out = t3.sparse_attention(tq, tk, tv, pattern)
+    assert_close(out, spec(*exact[:3], pattern), dtype)
+    (out * to_tier(inputs[3], "t3_triton_fused", dtype)).sum().backward()
+    for name, t, ref in zip("qkv", (tq, tk, tv), spec_backward(*exact[:3], pattern, exact[3])):
+        assert torch.isfinite(t.grad).all()
+        assert_close(t.grad, ref, dtype, what=f"d{name}")
 
 
 def _dense_masked_torch(q, k, v, mask, scale):

@@ -4,14 +4,17 @@ tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
     python -m tiers.bench.tune_sparse_attention [--out DIR] [--bwd] [--patterns P] [--head-dims D]
         [--dq-configs "BM,BN,W,S;..."] [--kv-configs "..."] [--reps N]
     python -m tiers.bench.tune_sparse_attention --blocks [--head-dims D]
-    python -m tiers.bench.tune_sparse_attention --one-pass [--head-dims D] [--block-sizes B] [--reps N]
+    python -m tiers.bench.tune_sparse_attention --small-blocks [--head-dims D] [--block-sizes B] [--reps N]
 
 Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
 "flex"), so a candidate tile can be read against the anchor it has to beat. `--blocks` times
 blocked(8192, b) for b = 64…1024 on the general kernels and as dense attention over a view,
-beside Flex: the measurement behind t3's _DENSE_VIEW_MIN. `--one-pass` times forward+backward of
-blocked(8192, b) with the one-pass backward of diagonal blocks for each tile of ONE_PASS, with the
-general backward kernels, and Flex: the measurement behind _TILES_BLOCKS.
+beside Flex: the measurement behind t3's _DENSE_VIEW_MIN. `--small-blocks` times blocked(8192, b)
+on each way t3 can run small diagonal blocks — forward: the block kernel for each tile of
+SMALL_FWD or the general kernel; backward: one-pass or split block kernels for each plan of
+SMALL_BWD or the general kernels — beside Flex: the measurement behind _BLOCKS_FWD and _BLOCKS_BWD.
+(The sparse_tune_one_pass files of 2026-11-25 come from this sweep's predecessor, which timed the
+one-pass backward alone, after the general forward.)
 """
 from __future__ import annotations
 
@@ -25,10 +28,25 @@ FWD = [(128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128,
 BWD_DQ = [(64, 64, 4, 2), (128, 64, 8, 2), (128, 32, 4, 2), (64, 32, 4, 2), (128, 64, 4, 2)]
 BWD_KV = [(64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (32, 128, 4, 2), (64, 128, 4, 2)]
 BLOCK_SIZES = (64, 128, 256, 512, 1024)
-ONE_PASS = {64: [(64, 128, 8, 2), (64, 128, 8, 3), (64, 256, 8, 2), (64, 256, 16, 2), (32, 256, 8, 2),
-                 (64, 128, 16, 2), (128, 128, 8, 2)],
-            128: [(64, 128, 8, 2), (64, 128, 16, 2), (32, 128, 16, 2), (64, 128, 8, 1), (16, 128, 8, 2),
-                  (32, 128, 8, 2)]}
+# The lists hold the candidates of the last sweep (2026-11-25); those an earlier sweep of that day
+# timed and dropped, in ms at blocked(8192, 256), medians of three interleaved runs (data
+# sparse_tune_small_blocks_pass1_*):
+#   forward D = 64: (64, 64, 4, 2) 0.148, (64, 128, 4, 2) 0.175, (64, 256, 8, 1) 0.361, (32, 64, 4, 3)
+#     0.277 against 0.133–0.138 for the four kept; D = 128: (64, 64, 4, 2) 0.300, (128, 64, 8, 3) 0.282,
+#     (64, 128, 8, 2) 0.428, (32, 64, 4, 3) 0.514 against 0.247–0.257;
+#   forward+backward D = 64: one-pass (64, 64, 4, 2) 0.888, split (128, 64, 8, 2) + (64, 128, 8, 2) 0.847
+#     against 0.637–0.650; D = 128: one-pass (64, 64, 8, 2) 2.06, (32, 64, 4, 2) 1.90, (64, 64, 4, 2)
+#     2.75, split (64, 64, 4, 2) with dK/dV (32, 64, 4, 2) 1.19, (32, 128, 8, 2) 1.31, (64, 64, 8, 2)
+#     1.59, split (128, 64, 8, 2) + (64, 128, 8, 2) 1.29, (128, 32, 8, 2) + (32, 64, 4, 2) 1.41
+#     against 1.11 for split (64, 32, 4, 3) + (32, 64, 4, 3).
+SMALL_FWD = {64: [(128, 64, 8, 3), (64, 64, 4, 3), (128, 64, 4, 3), (128, 32, 4, 3)],
+             128: [(128, 32, 4, 3), (64, 64, 4, 3), (128, 32, 8, 3), (64, 32, 4, 3)]}
+SMALL_BWD = {64: [("one_pass", (64, 128, 8, 2)), ("split", (64, 64, 4, 2), (32, 64, 4, 2)),
+                  ("split", (64, 32, 4, 3), (32, 64, 4, 3)), ("split", (64, 64, 4, 3), (32, 64, 4, 2))],
+             128: [("one_pass", (64, 128, 8, 2)), ("split", (64, 32, 4, 3), (32, 64, 4, 3)),
+                   ("split", (64, 32, 4, 3), (32, 64, 4, 2)), ("split", (64, 32, 4, 2), (32, 64, 4, 3)),
+                   ("split", (128, 32, 4, 3), (32, 64, 4, 3)), ("split", (64, 32, 8, 3), (32, 64, 4, 3)),
+                   ("split", (64, 32, 4, 3), (64, 64, 8, 3))]}
 
 
 def _rel_err(call, ref, inputs, mode):
@@ -75,7 +93,7 @@ def _blocked_problems(L, head_dims, block_sizes):
 def _timed(call, flex, inputs, mode, checked):
     """measure()'s row for call, with its largest error against Flex when `checked`."""
     row = measure(call, inputs, mode)
-    if checked:
+    if checked and row["status"] == "ok":
         row["rel_err_vs_flex"] = _rel_err(call, flex, inputs, mode)
     return row
 
@@ -108,33 +126,32 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
     return paths
 
 
-def run_one_pass(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256,), reps=3):
-    """blocked(L, b) forward+backward: t3 with the one-pass backward for each tile of ONE_PASS,
-    t3 with the general backward kernels ("general"), and Flex, interleaved `reps` times."""
+def run_small_blocks(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256,), reps=3):
+    """blocked(L, b): the forward on the block kernel for each tile of SMALL_FWD and on the general
+    kernel ("general"); forward+backward (forward as the table has it) with each backward plan of
+    SMALL_BWD and with the general kernels ("general"); Flex beside both; interleaved `reps` times."""
     from tiers.t3_triton_fused import sparse_attention as t3
 
-    add = _recorder("sparse_tune_one_pass", out_dir)
-    table, limit = dict(t3._TILES_BLOCKS), t3._BLOCKS_BWD_MAX
+    add = _recorder("sparse_tune_small_blocks", out_dir)
+    tables = dict(t3._BLOCKS_FWD), dict(t3._BLOCKS_BWD)
     try:
         for D, block, p, flex, inputs in _blocked_problems(L, head_dims, block_sizes):
-            cases = [("one_pass", cfg) for cfg in ONE_PASS[max(16, D)]] + [("general", None), ("flex", None)]
+            bd = max(16, D)
+            cases = ([("fwd", "blocks", cfg, tables[1][bd]) for cfg in SMALL_FWD[bd]]
+                     + [("fwd", "general", None, tables[1][bd]), ("fwd", "flex", None, None)]
+                     + [("fwd_bwd", plan[0], tables[0][bd], plan) for plan in SMALL_BWD[bd]]
+                     + [("fwd_bwd", "general", tables[0][bd], None), ("fwd_bwd", "flex", None, None)])
             for rep in range(reps):
-                for kernel, cfg in cases:
-                    t3._BLOCKS_BWD_MAX = 0 if kernel == "general" else max(limit, block)
-                    t3._small_blocks_on.cache_clear()
-                    if cfg:
-                        t3._TILES_BLOCKS[max(16, D)] = cfg
+                for mode, kernel, fwd, bwd in cases:
+                    t3._BLOCKS_FWD[bd], t3._BLOCKS_BWD[bd] = fwd, bwd
                     call = flex if kernel == "flex" else (lambda a, b, c: t3.sparse_attention(a, b, c, p))
-                    row = dict(block=block, L=L, D=D, kernel=kernel, rep=rep,
-                               **_timed(call, flex, inputs, "fwd_bwd", rep == 0 and kernel != "flex"))
-                    if cfg:
-                        row.update(BM=cfg[0], BN=cfg[1], warps=cfg[2], stages=cfg[3])
+                    row = dict(block=block, L=L, D=D, mode=mode, kernel=kernel, rep=rep,
+                               tiles=str(fwd if mode == "fwd" else bwd),
+                               **_timed(call, flex, inputs, mode, rep == 0 and kernel != "flex"))
                     paths = add(row)
     finally:
-        t3._TILES_BLOCKS.clear()
-        t3._TILES_BLOCKS.update(table)
-        t3._BLOCKS_BWD_MAX = limit
-        t3._small_blocks_on.cache_clear()
+        t3._BLOCKS_FWD.update(tables[0])
+        t3._BLOCKS_BWD.update(tables[1])
     return paths
 
 
@@ -186,8 +203,8 @@ def main(argv=None):
     a.add_argument("--out", default=None)
     a.add_argument("--bwd", action="store_true")
     a.add_argument("--blocks", action="store_true", help="blocked patterns: general kernels vs dense attention over a view")
-    a.add_argument("--one-pass", action="store_true", help="blocked patterns: tiles of the one-pass backward")
-    a.add_argument("--block-sizes", default="256", help="--one-pass: comma list of block sizes")
+    a.add_argument("--small-blocks", action="store_true", help="blocked patterns: tiles and plans of the block kernels")
+    a.add_argument("--block-sizes", default="256", help="--small-blocks: comma list of block sizes")
     a.add_argument("--patterns", default=None, help="comma list (default: every benchmark pattern)")
     a.add_argument("--head-dims", default="64,128")
     a.add_argument("--dq-configs", default=None, help='backward dQ tiles "BM,BN,warps,stages;..." (default BWD_DQ)')
@@ -198,8 +215,8 @@ def main(argv=None):
     def configs(text):
         return [tuple(int(x) for x in c.split(",")) for c in text.split(";")] if text else None
 
-    if args.one_pass:
-        print(*run_one_pass(args.out, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
+    if args.small_blocks:
+        print(*run_small_blocks(args.out, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
                             block_sizes=tuple(int(x) for x in args.block_sizes.split(",")), reps=args.reps))
         return
     if args.blocks:

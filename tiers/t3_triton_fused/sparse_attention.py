@@ -30,11 +30,14 @@ key tile that walks the query rows able to see it — in class coordinates a seg
 a·t + β ≤ u < (a + γ)·t + β + δ, so those rows are one interval per (group, slot), solved from
 the two inequalities. No atomics. Δ = rowsum(dO ⊙ O) is computed by the first dQ launch.
 
-  * Block-diagonal patterns with blocks of at most 256 rows (blocked(L, 256) and smaller) take
-    a one-pass backward instead (_blocks_bwd): a program owns one block, so it can sum dQ over
-    the block's key tiles itself — FlashAttention-2's five products per step instead of seven.
-    Measured on the H100 (fp16, blocked(8192, 256)): 15 % faster than the general kernels at
-    D = 64, slower at D = 128, where _TILES_BLOCKS keeps the general kernels.
+  * Block-diagonal patterns with blocks of at most 256 rows (blocked(L, 256) and smaller, or
+    such masks through from_mask, blocks of any sizes) run on kernels that know the geometry:
+    a program is one tile of one block, listed by the host as (first row, r0, r1), so it finds
+    its keys with three independent loads instead of a group search and a segment table.
+    The forward is _blocks_fwd. The backward is either one pass (_blocks_bwd: a program owns a
+    block, so it can sum dQ over the block's key tiles itself, FlashAttention-2's five products
+    per step instead of seven) or split (_blocks_bwd_dq, then _blocks_bwd_dkdv), by head dim, as
+    measured on the H100: see _BLOCKS_FWD and _BLOCKS_BWD.
 """
 import functools
 import math
@@ -285,6 +288,156 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, OR
 
 
 @triton.jit
+def _block_tile(TILES, H):
+    """Program -> (batch, head, batch·H + head, first row of its tile, its block [r0, r1)): one
+    row of the host's tile list, three loads that do not wait on one another."""
+    tile = tl.program_id(0)
+    bh = tl.program_id(1)
+    first = tl.load(TILES + 3 * tile)
+    r0 = tl.load(TILES + 3 * tile + 1)
+    r1 = tl.load(TILES + 3 * tile + 2)
+    return (bh // H).to(tl.int64), (bh % H).to(tl.int64), bh, first, r0, r1
+
+
+@triton.jit
+def _blocks_fwd(Q, K, V, O, LSE, TILES, qk_scale, H, L,
+                s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                s_ob, s_oh, s_om, s_od,
+                HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Forward of one query tile of one diagonal block [r0, r1) × [r0, r1): FlashAttention over
+    the block's keys and nothing else. The host lists every tile as (first row, r0, r1), three
+    independent loads, where the general kernel finds its rows' group by a binary search and their
+    key ranges from the segment table, dependent loads a short program cannot hide. Every row
+    of a block sees a key, so no row is empty and only a ragged block's last key tile is masked."""
+    b, h, bh, m0, r0, r1 = _block_tile(TILES, H)
+    rows = m0 + tl.arange(0, BLOCK_M)
+    r_ok = rows < r1
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    rows64 = rows[:, None].to(tl.int64)
+    q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd,
+                mask=r_ok[:, None] & d_ok[None, :], other=0.0)
+    k_base = K + b * s_kb + h * s_kh
+    v_base = V + b * s_vb + h * s_vh
+    m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    for n0 in range(r0, r1, BLOCK_N):
+        keys = n0 + tl.arange(0, BLOCK_N)
+        k_ok = keys < r1
+        keys64 = keys.to(tl.int64)
+        kt = tl.load(k_base + keys64[None, :] * s_kn + offs_d[:, None] * s_kd,
+                     mask=k_ok[None, :] & d_ok[:, None], other=0.0)
+        s = _dot(q, kt, tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+        if n0 + BLOCK_N > r1:
+            s = tl.where(k_ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)     # finite: the tile holds a key
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + keys64[:, None] * s_vn + offs_d[None, :] * s_vd,
+                    mask=k_ok[:, None] & d_ok[None, :], other=0.0)
+        acc = _dot(p.to(v.dtype), v, acc * alpha[:, None], IEEE)
+        m_i = m_new
+    tl.store(LSE + bh.to(tl.int64) * L + rows, m_i + tl.math.log2(l_i), mask=r_ok)
+    tl.store(O + b * s_ob + h * s_oh + rows64 * s_om + offs_d[None, :] * s_od,
+             (acc / l_i[:, None]).to(O.dtype.element_ty), mask=r_ok[:, None] & d_ok[None, :])
+
+
+@triton.jit
+def _blocks_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, TILES, qk_scale, scale, H, L,
+                   s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                   s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+                   HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Split backward, first launch: dQ of one query tile of a diagonal block over the block's key
+    tiles (three products per step), and Δ = rowsum(dO ⊙ O) of its rows for the dK/dV launch."""
+    b, h, bh, m0, r0, r1 = _block_tile(TILES, H)
+    rows = m0 + tl.arange(0, BLOCK_M)
+    r_ok = rows < r1
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    qm = r_ok[:, None] & d_ok[None, :]
+    rows64 = rows[:, None].to(tl.int64)
+    q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
+    d_off = b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd
+    do = tl.load(DO + d_off, mask=qm, other=0.0)
+    o = tl.load(O + d_off, mask=qm, other=0.0)
+    dlt = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+    tl.store(DELTA + bh.to(tl.int64) * L + rows, dlt, mask=r_ok)
+    lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
+    k_base = K + b * s_kb + h * s_kh
+    v_base = V + b * s_vb + h * s_vh
+    dq = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
+    for n0 in range(r0, r1, BLOCK_N):
+        keys = n0 + tl.arange(0, BLOCK_N)
+        k_ok = keys < r1
+        km = k_ok[:, None] & d_ok[None, :]
+        keys64 = keys[:, None].to(tl.int64)
+        k = tl.load(k_base + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
+        v = tl.load(v_base + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+        s = _dot(q, tl.trans(k), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+        p = tl.math.exp2(s * qk_scale - lse[:, None])
+        if n0 + BLOCK_N > r1:
+            p = tl.where(k_ok[None, :], p, 0.0)
+        dp = _dot(do, tl.trans(v), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
+        dq = _dot((p * (dp - dlt[:, None])).to(k.dtype), k, dq, IEEE)
+    tl.store(DQ + b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd,
+             (dq * scale).to(DQ.dtype.element_ty), mask=qm)
+
+
+@triton.jit
+def _kv_step(k, v, q, do, lse, dlt, dk, dv, valid, masked, qk_scale, IEEE: tl.constexpr):
+    """One (key tile, query tile) step of dK and dV inside a diagonal block, in transposed form:
+    Pᵀ from lse, dV += Pᵀ dO, dSᵀ = Pᵀ ⊙ (V dOᵀ − Δ), dK += dSᵀ Q (unscaled). `masked` (a ragged
+    block's last tiles) zeroes Pᵀ outside `valid`. Returns dK, dV and dSᵀ, from which the one-pass
+    kernel also takes dQ."""
+    st = _dot(k, tl.trans(q), tl.zeros((k.shape[0], q.shape[0]), tl.float32), IEEE)
+    pt = tl.math.exp2(st * qk_scale - lse[None, :])
+    if masked:
+        pt = tl.where(valid, pt, 0.0)
+    dv = _dot(pt.to(do.dtype), do, dv, IEEE)
+    dpt = _dot(v, tl.trans(do), tl.zeros((k.shape[0], q.shape[0]), tl.float32), IEEE)
+    dst = (pt * (dpt - dlt[None, :])).to(q.dtype)
+    return _dot(dst, q, dk, IEEE), dv, dst
+
+
+@triton.jit
+def _blocks_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, TILES, qk_scale, scale, H, L,
+                     s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
+                     s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+                     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Split backward, second launch: dK, dV of one key tile of a diagonal block over the block's
+    query tiles (four products per step), reading the Δ the dQ launch stored."""
+    b, h, bh, n0, r0, r1 = _block_tile(TILES, H)
+    keys = n0 + tl.arange(0, BLOCK_N)
+    k_ok = keys < r1
+    offs_d = tl.arange(0, BLOCK_D)
+    d_ok = offs_d < HEAD_DIM
+    km = k_ok[:, None] & d_ok[None, :]
+    keys64 = keys[:, None].to(tl.int64)
+    k = tl.load(K + b * s_kb + h * s_kh + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
+    v = tl.load(V + b * s_vb + h * s_vh + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+    dk = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
+    for m0 in range(r0, r1, BLOCK_M):
+        rows = m0 + tl.arange(0, BLOCK_M)
+        r_ok = rows < r1
+        qm = r_ok[:, None] & d_ok[None, :]
+        rows64 = rows[:, None].to(tl.int64)
+        q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
+        do = tl.load(DO + b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
+        lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
+        dlt = tl.load(DELTA + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
+        dk, dv, _ = _kv_step(k, v, q, do, lse, dlt, dk, dv, r_ok[None, :], m0 + BLOCK_M > r1, qk_scale, IEEE)
+    g_off = b * s_gb + h * s_gh + keys64 * s_gm + offs_d[None, :] * s_gd
+    tl.store(DK + g_off, (dk * scale).to(DK.dtype.element_ty), mask=km)
+    tl.store(DV + g_off, dv.to(DV.dtype.element_ty), mask=km)
+
+
+@triton.jit
 def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale, H, L,
                 s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
                 s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
@@ -325,14 +478,8 @@ def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale
             o = tl.load(O + d_off, mask=qm, other=0.0)
             dlt = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
             lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
-            st = _dot(k, tl.trans(q), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
-            pt = tl.math.exp2(st * qk_scale - lse[None, :])
-            if (n0 + BLOCK_N > r1) | (m0 + BLOCK_M > r1):      # only a ragged block's last tiles
-                pt = tl.where(k_ok[:, None] & r_ok[None, :], pt, 0.0)
-            dv = _dot(pt.to(do.dtype), do, dv, IEEE)
-            dpt = _dot(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), IEEE)
-            dst = (pt * (dpt - dlt[None, :])).to(q.dtype)
-            dk = _dot(dst, q, dk, IEEE)
+            dk, dv, dst = _kv_step(k, v, q, do, lse, dlt, dk, dv, k_ok[:, None] & r_ok[None, :],
+                                   (n0 + BLOCK_N > r1) | (m0 + BLOCK_M > r1), qk_scale, IEEE)
             dq = _dot(tl.trans(dst), k, tl.zeros((BLOCK_M, BLOCK_D), tl.float32), IEEE)
             g_off = b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd
             if n0 > r0:
@@ -490,18 +637,36 @@ def _uniform_block(pattern):
     return uniform_block(pattern)
 
 
-# Block-diagonal patterns whose largest block is at most this many rows take the one-pass backward
-# (_blocks_bwd); larger blocks make one program's serial walk too long.
-_BLOCKS_BWD_MAX = 256
+# Block-diagonal patterns whose largest block is at most this many rows run on the block kernels
+# (_blocks_fwd, and _blocks_bwd or _blocks_bwd_dq + _blocks_bwd_dkdv), as far as the head dim's
+# entries of _BLOCKS_FWD and _BLOCKS_BWD say; larger blocks make the one-pass walk too long.
+_SMALL_BLOCKS_MAX = 256
 
 
 @functools.lru_cache(maxsize=32)
 def _small_blocks_on(pattern, device):
-    """(row bounds on the device, largest block) for the one-pass backward, or None."""
+    """(row bounds on the device, largest block) of a block-diagonal pattern whose blocks are all
+    at most _SMALL_BLOCKS_MAX rows, or None."""
     rows = diagonal_blocks(pattern)
-    if rows is None or np.diff(rows).max() > _BLOCKS_BWD_MAX:
+    if rows is None or np.diff(rows).max() > _SMALL_BLOCKS_MAX:
         return None
     return torch.tensor(rows, dtype=torch.int32, device=device), int(np.diff(rows).max())
+
+
+def block_tiles(rows, size):
+    """[n, 3] int32 (first row, r0, r1) of every tile of `size` rows of every block [r0, r1) of the
+    row bounds `rows`: one program each of the block kernels, a block's tiles side by side."""
+    rows = np.asarray(rows, dtype=np.int64)
+    r0, r1 = rows[:-1], rows[1:]
+    per_block = -(-(r1 - r0) // size)
+    blk = np.repeat(np.arange(len(r0)), per_block)
+    first = r0[blk] + size * (np.arange(per_block.sum()) - np.repeat(np.cumsum(per_block) - per_block, per_block))
+    return np.stack([first, r0[blk], r1[blk]], 1).astype(np.int32)
+
+
+@functools.lru_cache(maxsize=64)
+def _block_tiles_on(pattern, size, device):
+    return torch.tensor(block_tiles(diagonal_blocks(pattern), size), device=device)
 
 
 def _longest_first(steps):
@@ -537,22 +702,23 @@ _TILES_BWD = {64: ((64, 64, 4, 2), (32, 64, 4, 2)), 128: ((64, 64, 4, 2), (32, 6
               256: ((32, 32, 8, 1), (32, 32, 8, 1))}
 
 
-# one-pass backward of small diagonal blocks: (BLOCK_M, BLOCK_N, warps, stages) by head-dim block, or
-# None where the general kernels measured faster. Swept on the H100 with python -m
-# tiers.bench.tune_sparse_attention --one-pass (blocked(8192, 256), fp16, forward+backward): at
-# D = 64, 64×128 with 8 warps 0.664–0.680 ms against 0.778 general and 0.687–0.692 Flex; at
-# D = 128 no tile beat the general kernels (best 1.340 ms against 1.29: the dK, dV accumulators
-# of a 128-key tile fill the registers, and narrower tiles pay for more dQ read-backs).
-# D = 16 and 32 follow D = 64 unmeasured.
-_TILES_BLOCKS = {16: (64, 128, 8, 2), 32: (64, 128, 8, 2), 64: (64, 128, 8, 2), 128: None, 256: None}
+# Small diagonal blocks (_SMALL_BLOCKS_MAX), by head-dim block. Forward: _blocks_fwd's (BLOCK_M,
+# BLOCK_N, warps, stages), or None for the general kernel. Backward: ("one_pass", tiles) for
+# _blocks_bwd, ("split", dQ tiles, dK/dV tiles) for _blocks_bwd_dq then _blocks_bwd_dkdv, or None
+# for the general kernels. Swept on the H100 with python -m tiers.bench.tune_sparse_attention
+# --small-blocks (blocked(8192, 256), fp16).
+_BLOCKS_FWD = {16: (128, 64, 8, 3), 32: (128, 64, 8, 3), 64: (128, 64, 8, 3), 128: (128, 32, 4, 3), 256: None}
+_BLOCKS_BWD = {16: ("one_pass", (64, 128, 8, 2)), 32: ("one_pass", (64, 128, 8, 2)),
+               64: ("one_pass", (64, 128, 8, 2)), 128: ("split", (128, 32, 4, 3), (32, 64, 4, 3)), 256: None}
 
 
-def _blocks_tiles(block_d, dtype):
-    if interpreting():
-        return 16, 16, 4, 1
-    if dtype == torch.float32:
-        return 32, 32, 4, 1
-    return _TILES_BLOCKS[block_d]
+def _blocks_plan(block_d, dtype, backward):
+    """The table's entry for small diagonal blocks, with small tiles for float32 and the interpreter."""
+    entry = (_BLOCKS_BWD if backward else _BLOCKS_FWD).get(block_d)
+    small = (16, 16, 4, 1) if interpreting() else (32, 32, 4, 1) if dtype == torch.float32 else None
+    if entry is None or small is None:
+        return entry
+    return (entry[0],) + (small,) * (len(entry) - 1) if backward else small
 
 
 def _tiles(block_d, dtype, backward):
@@ -574,7 +740,24 @@ def _grid(order, lpt, BH):
     return (BH, len(order)) if lpt else (len(order), BH)
 
 
+def _blocks_forward(q, k, v, shape, pattern, tiles):
+    BM, BN, warps, stages = tiles
+    o = empty_like(q)
+    lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
+    starts = _block_tiles_on(pattern, BM, q.device)
+    _blocks_fwd[(len(starts), shape.B * shape.H)](
+        q, k, v, o, lse, starts, shape.scale * LOG2E, shape.H, shape.Lq,
+        *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+        HEAD_DIM=shape.D, BLOCK_D=max(16, triton.next_power_of_2(shape.D)), IEEE=q.dtype == torch.float32,
+        BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
+    return o, lse
+
+
 def _forward(q, k, v, shape, pattern):
+    tiles = _small_blocks_on(pattern, q.device) and _blocks_plan(max(16, triton.next_power_of_2(shape.D)), q.dtype,
+                                                                 backward=False)
+    if tiles:
+        return _blocks_forward(q, k, v, shape, pattern, tiles)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     o = empty_like(q)
     lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
@@ -594,27 +777,42 @@ def _forward(q, k, v, shape, pattern):
     return o, lse
 
 
-def _blocks_backward(q, k, v, o, lse, do, shape, blocks):
-    rows, largest = blocks
+def _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan):
     B, H, L, D = shape.B, shape.H, shape.Lq, shape.D
-    BLOCK_D = max(16, triton.next_power_of_2(D))
-    assert o.stride() == do.stride(), "the kernel reads O with dO's strides"
+    assert o.stride() == do.stride(), "the kernels read O with dO's strides"
     dq, dk, dv = (empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
-    BM, BN, warps, stages = _blocks_tiles(BLOCK_D, q.dtype)
-    # dQ between key tiles; never touched when every block fits one key tile
-    scratch = empty(q.shape, dtype=torch.float32, device=q.device) if largest > BN else dq
-    _blocks_bwd[(len(rows) - 1, B * H)](
-        q, k, v, o, do, lse, dq, scratch, dk, dv, rows, shape.scale * LOG2E, shape.scale, H, L,
-        *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
-        HEAD_DIM=D, BLOCK_D=BLOCK_D, IEEE=q.dtype == torch.float32, BLOCK_M=BM, BLOCK_N=BN,
-        num_warps=warps, num_stages=stages)
+    strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
+    meta = dict(HEAD_DIM=D, BLOCK_D=max(16, triton.next_power_of_2(D)), IEEE=q.dtype == torch.float32)
+    if plan[0] == "one_pass":
+        rows, largest = _small_blocks_on(pattern, q.device)
+        BM, BN, warps, stages = plan[1]
+        # dQ between key tiles. When every block fits one key tile the kernel never touches it and
+        # lse stands in: a float32 pointer all the same, since Triton 3.6 fails to compile the
+        # kernel (TritonGPUPipeline) when the scratch has dQ's float16 type
+        scratch = empty(q.shape, dtype=torch.float32, device=q.device) if largest > BN else lse
+        _blocks_bwd[(len(rows) - 1, B * H)](
+            q, k, v, o, do, lse, dq, scratch, dk, dv, rows, shape.scale * LOG2E, shape.scale, H, L, *strides,
+            BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
+        return dq, dk, dv
+    delta = empty((B * H, L), dtype=torch.float32, device=q.device)    # written by the dQ launch
+    BM, BN, warps, stages = plan[1]
+    starts = _block_tiles_on(pattern, BM, q.device)
+    _blocks_bwd_dq[(len(starts), B * H)](
+        q, k, v, o, do, lse, delta, dq, starts, shape.scale * LOG2E, shape.scale, H, L, *strides,
+        BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
+    BM, BN, warps, stages = plan[2]
+    starts = _block_tiles_on(pattern, BN, q.device)
+    _blocks_bwd_dkdv[(len(starts), B * H)](
+        q, k, v, do, lse, delta, dk, dv, starts, shape.scale * LOG2E, shape.scale, H, L, *strides,
+        BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
     return dq, dk, dv
 
 
 def _backward(q, k, v, o, lse, do, shape, pattern):
-    blocks = _small_blocks_on(pattern, q.device)
-    if blocks is not None and _blocks_tiles(max(16, triton.next_power_of_2(shape.D)), q.dtype):
-        return _blocks_backward(q, k, v, o, lse, do, shape, blocks)
+    plan = _small_blocks_on(pattern, q.device) and _blocks_plan(max(16, triton.next_power_of_2(shape.D)), q.dtype,
+                                                                backward=True)
+    if plan:
+        return _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
     BLOCK_D = max(16, triton.next_power_of_2(D))
