@@ -88,7 +88,8 @@ EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{
                   for ex, tickets, dts in (("levels", "dag", DTYPES), ("syncfree", "dag", DTYPES),
                                            ("syncfree", "schedule", ("float64",)), ("dataflow", "dag", DTYPES),
                                            ("dataflow", "schedule", ("float64",)), ("dataflow", "alap", ("float64",)),
-                                           ("dataflow", "mid", ("float32",)), ("chains", "dag", DTYPES),
+                                           ("dataflow", "mid", ("float32",)), ("dataflow", None, ("float64",)),
+                                           ("chains", "dag", DTYPES),
                                            ("segments", "dag", DTYPES))
                   for dt in dts if ex in t3.executors_for(pair)]
 
@@ -336,6 +337,65 @@ def test_latest_levels(gen, size, seed, pair):
     np.testing.assert_array_equal(alap, lowest - 1)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 120), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), heavy=st.sampled_from([2, 4, 6, 1 << 30]))
+def test_mid_levels_start_heavy_rows_early(gen, size, seed, pair, heavy):
+    """tickets="mid": every dependence rises; an iteration of more than HEAVY entries sits at
+    twice its as-soon-as-possible level; any other sits at the sum of its two levels, or lower
+    only as far as a successor pulls it (one below the lowest successor's key)."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind="wavefront")
+    dag = sd.joint_dag(pair, *mats)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(t3, "HEAVY", heavy)
+        asap, alap, key = sd.wavefront_levels(dag), t3._latest_levels(s, mats), t3._mid_levels(s, mats)
+    u, v = dag.sources()
+    assert (key[u] < key[v]).all() and (key >= 2 * asap).all()
+    big = sd.joint_cost(pair, *mats) > heavy
+    np.testing.assert_array_equal(key[big], 2 * asap[big])
+    pull = np.full(dag.n, np.iinfo(np.int64).max)
+    np.minimum.at(pull, u, key[v] - 1)
+    np.testing.assert_array_equal(key[~big], np.minimum(asap + alap, pull)[~big])
+
+
+def test_mid_tickets_pull_a_heavy_rows_inputs_early(monkeypatch):
+    """spmv_sptrsv where solve row 20 reads y_20 and solve rows 0–9 (eleven entries: heavy, for a
+    HEAVY of 8) and
+    nothing reads it, beside a chain of 19 solve rows that sets the depth. Halfway keys would put
+    its inputs after it (the SpMV rows halfway to level 18); _mid_levels starts row 20 at its
+    earliest level and pulls its inputs before it."""
+    import scipy.sparse as sparse
+
+    monkeypatch.setattr(t3, "HEAVY", 8)
+    n = 40
+    low = sparse.lil_matrix((n, n))
+    low.setdiag(2.0)
+    low[20, :10] = 1.0
+    for i in range(22, n):
+        low[i, i - 1] = 1.0
+    mats = (sparse.identity(n, format="csr"), low.tocsr())
+    s = fs.inspect("spmv_sptrsv", *mats, kind="wavefront")
+    dag = sd.joint_dag("spmv_sptrsv", *mats)
+    asap, alap = sd.wavefront_levels(dag), t3._latest_levels(s, mats)
+    row20 = n + 20
+    assert asap[row20] == 2 and alap[n + 20] == alap.max() and asap[20] + alap[20] > 2 * asap[row20]
+    key = t3._mid_levels(s, mats)
+    u, v = dag.sources()
+    assert (key[u] < key[v]).all()
+    assert key[row20] == 4 and key[20] == 3 and (key[n:n + 10] == 3).all() and (key[:10] == 2).all()
+
+
+def test_default_ticket_order_by_executor():
+    """tickets=None takes TICKET_ORDER of the executor: "mid" for dataflow, "dag" for the flag
+    executor (the only one the factor pairs can use, not measured with "mid")."""
+    mats = operands("sptrsv_spmv", sm.poisson2d(6))
+    x = torch.ones(mats[0].shape[0], dtype=torch.float64, device=DEVICE)
+    assert t3.prepare("sptrsv_spmv", *mats, like=x, executor="dataflow").tickets == "mid"
+    assert t3.prepare("sptrsv_spmv", *mats, like=x, executor="syncfree").tickets == "dag"
+    assert t3.tuning_defaults("dataflow")["tickets"] == "mid"
+
+
 def test_alap_tickets_put_spmv_rows_just_before_their_readers():
     """spmv_sptrsv on a 2D grid: by as-soon-as-possible level every SpMV row is in the first
     group, ahead of the whole solve; by as-late-as-possible level, SpMV row i comes one level
@@ -453,7 +513,7 @@ def test_executor_options():
     with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
                                          "computes a factor in place .+ use one of levels, syncfree"):
         t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="dataflow")
-    with pytest.raises(ValueError, match="tickets must be one of dag, alap, mid, schedule, got 'random'"):
+    with pytest.raises(ValueError, match="tickets must be one of dag, alap, mid, schedule or None, got 'random'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, tickets="random")
     with pytest.raises(ValueError, match="block_rows must be a power of two from 1 to 128, got 24"):
         t3.prepare("sptrsv_spmv", *mats, like=x, block_rows=24)

@@ -583,7 +583,7 @@ class _Case:
         label += f" nap={row['nap_ns']}" if row.get("nap_ns") else ""
         label += f" S={row['chain_steps']}" if row.get("chain_steps") else ""
         label += f" P={row['programs_per_sm']}/SM" if row.get("programs_per_sm") else ""
-        label += f" tickets={row['tickets']}" if row.get("tickets") not in (None, "dag") else ""
+        label += f" tickets={row['tickets']}" if row.get("tickets") else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),

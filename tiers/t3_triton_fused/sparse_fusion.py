@@ -43,7 +43,9 @@ rewrite factor entries step by step). The outputs start out holding a sentinel b
 signalling NaN: no arithmetic produces one, and the inputs are checked finite), and a row
 re-reads the entries it needs until none holds it. A dependence hop is then a store and the
 load that sees it: no barrier, no release fence, no flag. On the H100 this halves the time
-of the flag executor (figures/data/sparse_fusion_*).
+of the flag executor (figures/data/sparse_fusion_*). Its tickets go by the middle of each
+iteration's earliest and latest level, long rows as early as they can (tickets="mid",
+TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -129,7 +131,7 @@ TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "na
 def tuning_defaults(executor) -> dict:
     """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given."""
     every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": PROGRAMS_PER_SM, "tickets": "dag"}
+             "programs_per_sm": PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor)}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -232,6 +234,35 @@ def _latest_levels(schedule, mats):
     return schedule.cached("joint_latest_levels", build)
 
 
+# tickets="mid": an iteration whose row stores more entries than this starts as early as it can
+HEAVY = 4 * CHUNK
+
+
+def _mid_levels(schedule, mats):
+    """Keys of tickets="mid" (in half levels): as-soon- plus as-late-as-possible level, halfway,
+    except for heavy iterations (rows of more than HEAVY entries, HEAVY / CHUNK trips or more):
+    they keep twice their as-soon-as-possible level, and what they depend on moves earlier with
+    them, key(u) = min(key(u), key(v) − 1) over u → v, settled from the last level down. Late is
+    cheap for a short row; a long row started late is the critical path (a power-law hub's SpMV
+    row, read by most of the solve). Every dependence still rises by at least one."""
+    def build():
+        dag, asap = _joint(schedule, mats)
+        key = asap + _latest_levels(schedule, mats)
+        cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
+        heavy = cost > HEAVY
+        if not heavy.any():
+            return key
+        key = np.where(heavy, 2 * asap, key)
+        u, v = dag.sources()
+        by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
+        u, v = u[by], v[by]
+        cut = np.flatnonzero(np.diff(asap[u])) + 1
+        for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
+            np.minimum.at(key, u[a:b], key[v[a:b]] - 1)
+        return key
+    return schedule.cached("joint_mid_levels", build)
+
+
 @triton.jit
 def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
@@ -269,6 +300,14 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
 
 
 TICKETS = ("dag", "alap", "mid", "schedule")
+# the default ticket order by executor. Measured on the H100 (2026-11-25, float64, 1M-row grids
+# and graph, sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, one call, data
+# figures/data/tickets_heavy_sparse_fusion_*): for the dataflow executor "mid" against "dag", with
+# the sparse-fusion schedule, 2D 1.51 / 1.50 / 2.90 vs 1.61 / 1.76 / 2.90 ms, 27-point 0.63 / 0.64 /
+# 1.39 vs 0.72 / 0.73 / 1.48, 3D 3–6 % faster or even, the power-law graph within 1.3 % either way
+# (geometric mean 0.95); with the wavefront schedule 0.98, its worst case the power-law
+# sptrsv_spmv (1.52 vs 1.33 ms). The flag executor's factor pairs were not measured with "mid".
+TICKET_ORDER = {"syncfree": "dag", "dataflow": "mid"}
 
 
 def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
@@ -282,7 +321,8 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     tickets="alap": by as-late-as-possible level (_latest_levels) instead — iterations off the
     critical path wait until just before they are needed (spmv_sptrsv: each SpMV row right before
     the solve row that reads it, not all of them first). tickets="mid": by the sum of both levels,
-    halfway. A dependence u → v raises both levels, so every order keeps it in an earlier group.
+    halfway, but rows of more than HEAVY entries as early as they can be (_mid_levels). A
+    dependence u → v raises every one of these keys, so every order keeps it in an earlier group.
     tickets="schedule": sorted by (schedule level, step within the partition, partition), each
     (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
     inside its partitions. Either way the iterations of a block are independent of each other
@@ -293,7 +333,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     sizes = np.diff(schedule.part_ptr)
     if tickets in ("dag", "alap", "mid"):
         group = {"dag": lambda: _joint(schedule, mats)[1], "alap": lambda: _latest_levels(schedule, mats),
-                 "mid": lambda: _joint(schedule, mats)[1] + _latest_levels(schedule, mats)}[tickets]()
+                 "mid": lambda: _mid_levels(schedule, mats)}[tickets]()
         seq = np.lexsort((pos, group))
     elif tickets == "schedule":
         level = np.empty(n, np.int64)
@@ -689,12 +729,12 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataf
         "segments": _run_segments}
 
 
-def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", block_rows=None,
+def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
             num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=PROGRAMS_PER_SM) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
-    see ticket_blocks); block_rows, iterations per block (a power of two up to 128; None:
+    see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a power of two up to 128; None:
     BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
     uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls (0 to
     10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
@@ -707,8 +747,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
     if executor is not None and executor not in executors_for(pair):
         raise ValueError(f"executor {executor!r} waits on the vector's entries, but {pair} computes a factor in "
                          f"place (entries rewritten step by step); use one of {', '.join(executors_for(pair))}")
-    if tickets not in TICKETS:
-        raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
+    if tickets is not None and tickets not in TICKETS:
+        raise ValueError(f"tickets must be one of {', '.join(TICKETS)} or None, got {tickets!r}")
     if block_rows is not None and (isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128)):
         raise ValueError(f"block_rows must be a power of two from 1 to 128, got {block_rows!r}")
     if isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8):
@@ -730,6 +770,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets="dag", 
         block_rows = tuning_defaults(executor).get("block_rows", 1)
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
+    if tickets is None:
+        tickets = TICKET_ORDER.get(executor, "dag")
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
                     programs_per_sm, like.device, like.dtype)
 
