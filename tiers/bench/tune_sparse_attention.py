@@ -129,14 +129,20 @@ def run_blocks(out_dir=None, L=8192, head_dims=(64, 128), reps=3):
 def run_small_blocks(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256,), reps=3):
     """blocked(L, b): the forward on the block kernel for each tile of SMALL_FWD and on the general
     kernel ("general"); forward+backward (forward as the table has it) with each backward plan of
-    SMALL_BWD and with the general kernels ("general"); Flex beside both; interleaved `reps` times."""
+    SMALL_BWD and with the general kernels ("general"); Flex beside both; interleaved `reps` times.
+    Blocks larger than t3 takes on the block kernels (_SMALL_BLOCKS_MAX, or the dense view from
+    _DENSE_VIEW_MIN) are measured on them all the same, so a sweep can move those limits."""
     from tiers.t3_triton_fused import sparse_attention as t3
 
     add = _recorder("sparse_tune_small_blocks", out_dir)
     tables = dict(t3._BLOCKS_FWD), dict(t3._BLOCKS_BWD)
+    limits = t3._SMALL_BLOCKS_MAX, t3._DENSE_VIEW_MIN
     try:
         for D, block, p, flex, inputs in _blocked_problems(L, head_dims, block_sizes):
             bd = max(16, D)
+            t3._SMALL_BLOCKS_MAX, t3._DENSE_VIEW_MIN = max(limits[0], block), max(limits[1], block + 1)
+            t3._small_blocks_on.cache_clear()
+            t3._uniform_block.cache_clear()
             cases = ([("fwd", "blocks", cfg, tables[1][bd]) for cfg in SMALL_FWD[bd]]
                      + [("fwd", "general", None, tables[1][bd]), ("fwd", "flex", None, None)]
                      + [("fwd_bwd", plan[0], tables[0][bd], plan) for plan in SMALL_BWD[bd]]
@@ -152,6 +158,9 @@ def run_small_blocks(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256
     finally:
         t3._BLOCKS_FWD.update(tables[0])
         t3._BLOCKS_BWD.update(tables[1])
+        t3._SMALL_BLOCKS_MAX, t3._DENSE_VIEW_MIN = limits
+        t3._small_blocks_on.cache_clear()
+        t3._uniform_block.cache_clear()
     return paths
 
 
