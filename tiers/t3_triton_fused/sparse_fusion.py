@@ -93,6 +93,8 @@ launches kernels: what a solver calls at each step, and what a benchmark should 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import triton
@@ -425,8 +427,13 @@ def _programs(count, per_sm, device):
     where the interpreter runs programs one after another and the first takes every ticket)."""
     if per_sm == 0:
         return count
-    sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
-    return min(count, per_sm * sms)
+    return min(count, per_sm * _sm_count(device))
+
+
+@functools.lru_cache(maxsize=8)
+def _sm_count(device):
+    """Streaming multiprocessors of a CUDA device (1 for the CPU), asked once, not at every launch."""
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
@@ -771,7 +778,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
-        tickets = TICKET_ORDER.get(executor, "dag")
+        tickets = tuning_defaults(executor).get("tickets") or "dag"
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
                     programs_per_sm, like.device, like.dtype)
 
