@@ -295,11 +295,20 @@ def test_kernel_arrays_drive_a_kernel():
 def test_patterns_are_hashable_values():
     a, b = ACSR.sliding_window(100, 9), ACSR.from_mask(ACSR.sliding_window(100, 9).to_mask())
     assert a == b and hash(a) == hash(b) and a != ACSR.sliding_window(100, 11)
+    c = ACSR(100, 100, a.row_bounds, a.seg_ptr, a.segs)     # hashed once, at construction
+    assert hash(c) == hash(a) and hash(ACSR.sliding_window(100, 11)) != hash(a)
     with pytest.raises(ValueError):
         a.segs[0, 0] = 5     # read-only: a cached kernel may hold on to them
     assert a.geometry == ((1,),) and ACSR.strided(1000, 128, 128).geometry == ((1, 128),)
     g = ACSR.global_local(50, 8, 4).groups()
     assert (g[0].row0, g[0].row1) == (0, 4) and g[2].segments[1].a_start == 1
+
+
+def test_t3_pads_the_head_dim_like_triton():
+    import triton
+
+    from tiers.t3_triton_fused.sparse_attention import _block_d
+    assert [_block_d(D) for D in range(1, 300)] == [max(16, triton.next_power_of_2(D)) for D in range(1, 300)]
 
 
 def test_repr_and_draw():

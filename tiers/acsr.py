@@ -280,6 +280,8 @@ class ACSR:
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
             object.__setattr__(self, name, value)
+        # the kernels' caches look a pattern up on every call: hash the read-only arrays once
+        object.__setattr__(self, "_hash", hash((Lq, Lk, rb.tobytes(), sp.tobytes(), segs.tobytes())))
 
     # ------------------------------------------------------------------ building
 
@@ -608,4 +610,4 @@ class ACSR:
             and np.array_equal(self.seg_ptr, other.seg_ptr) and np.array_equal(self.segs, other.segs)
 
     def __hash__(self) -> int:
-        return hash((self.Lq, self.Lk, self.row_bounds.tobytes(), self.seg_ptr.tobytes(), self.segs.tobytes()))
+        return self._hash

@@ -288,21 +288,30 @@ def _sparse_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, ITEM_PTR, ITEMS, TABLE, OR
 
 
 @triton.jit
-def _block_tile(TILES, H):
-    """Program -> (batch, head, batch·H + head, first row of its tile, its block [r0, r1)): one
-    row of the host's tile list, three loads that do not wait on one another."""
+def _block_tile(TILES, L, HEAD_DIM: tl.constexpr):
+    """Program -> (batch·H + head, where that head's [L, D] matrix starts in every contiguous
+    [B, H, L, D] tensor, first row of its tile, its block [r0, r1)): one row of the host's tile
+    list, three loads that do not wait on one another."""
     tile = tl.program_id(0)
-    bh = tl.program_id(1)
+    bh = tl.program_id(1).to(tl.int64)
     first = tl.load(TILES + 3 * tile)
     r0 = tl.load(TILES + 3 * tile + 1)
     r1 = tl.load(TILES + 3 * tile + 2)
-    return (bh // H).to(tl.int64), (bh % H).to(tl.int64), bh, first, r0, r1
+    return bh, bh * L * HEAD_DIM, first, r0, r1
 
 
 @triton.jit
-def _blocks_fwd(Q, K, V, O, LSE, TILES, qk_scale, H, L,
-                s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-                s_ob, s_oh, s_om, s_od,
+def _rows_at(idx, offs_d, HEAD_DIM: tl.constexpr):
+    """Offsets of rows `idx` × columns `offs_d` of a contiguous [L, HEAD_DIM] matrix."""
+    return idx[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
+
+
+# The block kernels take q, k, v, o, dO and the gradients contiguous (the wrapper makes them so),
+# which spares sixteen or twenty stride arguments: Triton's launch costs about a microsecond an
+# argument, and a short call (L = 2048) is bound by its launch, not by the GPU.
+
+@triton.jit
+def _blocks_fwd(Q, K, V, O, LSE, TILES, qk_scale, L,
                 HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Forward of one query tile of one diagonal block [r0, r1) × [r0, r1): FlashAttention over
@@ -310,24 +319,21 @@ def _blocks_fwd(Q, K, V, O, LSE, TILES, qk_scale, H, L,
     independent loads, where the general kernel finds its rows' group by a binary search and their
     key ranges from the segment table, dependent loads a short program cannot hide. Every row
     of a block sees a key, so no row is empty and only a ragged block's last key tile is masked."""
-    b, h, bh, m0, r0, r1 = _block_tile(TILES, H)
+    bh, off, m0, r0, r1 = _block_tile(TILES, L, HEAD_DIM)
     rows = m0 + tl.arange(0, BLOCK_M)
     r_ok = rows < r1
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
-    rows64 = rows[:, None].to(tl.int64)
-    q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd,
-                mask=r_ok[:, None] & d_ok[None, :], other=0.0)
-    k_base = K + b * s_kb + h * s_kh
-    v_base = V + b * s_vb + h * s_vh
+    qm = r_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + off + _rows_at(rows, offs_d, HEAD_DIM), mask=qm, other=0.0)
     m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
     for n0 in range(r0, r1, BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         k_ok = keys < r1
-        keys64 = keys.to(tl.int64)
-        kt = tl.load(k_base + keys64[None, :] * s_kn + offs_d[:, None] * s_kd,
+        kv_off = off + _rows_at(keys, offs_d, HEAD_DIM)
+        kt = tl.load(K + off + keys[None, :].to(tl.int64) * HEAD_DIM + offs_d[:, None],
                      mask=k_ok[None, :] & d_ok[:, None], other=0.0)
         s = _dot(q, kt, tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
         if n0 + BLOCK_N > r1:
@@ -336,55 +342,47 @@ def _blocks_fwd(Q, K, V, O, LSE, TILES, qk_scale, H, L,
         p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + keys64[:, None] * s_vn + offs_d[None, :] * s_vd,
-                    mask=k_ok[:, None] & d_ok[None, :], other=0.0)
+        v = tl.load(V + kv_off, mask=k_ok[:, None] & d_ok[None, :], other=0.0)
         acc = _dot(p.to(v.dtype), v, acc * alpha[:, None], IEEE)
         m_i = m_new
-    tl.store(LSE + bh.to(tl.int64) * L + rows, m_i + tl.math.log2(l_i), mask=r_ok)
-    tl.store(O + b * s_ob + h * s_oh + rows64 * s_om + offs_d[None, :] * s_od,
-             (acc / l_i[:, None]).to(O.dtype.element_ty), mask=r_ok[:, None] & d_ok[None, :])
+    tl.store(LSE + bh * L + rows, m_i + tl.math.log2(l_i), mask=r_ok)
+    tl.store(O + off + _rows_at(rows, offs_d, HEAD_DIM), (acc / l_i[:, None]).to(O.dtype.element_ty), mask=qm)
 
 
 @triton.jit
-def _blocks_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, TILES, qk_scale, scale, H, L,
-                   s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-                   s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+def _blocks_bwd_dq(Q, K, V, O, DO, LSE, DELTA, DQ, TILES, qk_scale, scale, L,
                    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Split backward, first launch: dQ of one query tile of a diagonal block over the block's key
     tiles (three products per step), and Δ = rowsum(dO ⊙ O) of its rows for the dK/dV launch."""
-    b, h, bh, m0, r0, r1 = _block_tile(TILES, H)
+    bh, off, m0, r0, r1 = _block_tile(TILES, L, HEAD_DIM)
     rows = m0 + tl.arange(0, BLOCK_M)
     r_ok = rows < r1
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
     qm = r_ok[:, None] & d_ok[None, :]
-    rows64 = rows[:, None].to(tl.int64)
-    q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
-    d_off = b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd
-    do = tl.load(DO + d_off, mask=qm, other=0.0)
-    o = tl.load(O + d_off, mask=qm, other=0.0)
+    q_off = off + _rows_at(rows, offs_d, HEAD_DIM)
+    q = tl.load(Q + q_off, mask=qm, other=0.0)
+    do = tl.load(DO + q_off, mask=qm, other=0.0)
+    o = tl.load(O + q_off, mask=qm, other=0.0)
     dlt = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
-    tl.store(DELTA + bh.to(tl.int64) * L + rows, dlt, mask=r_ok)
-    lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
-    k_base = K + b * s_kb + h * s_kh
-    v_base = V + b * s_vb + h * s_vh
+    tl.store(DELTA + bh * L + rows, dlt, mask=r_ok)
+    lse = tl.load(LSE + bh * L + rows, mask=r_ok, other=0.0)
     dq = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
     for n0 in range(r0, r1, BLOCK_N):
         keys = n0 + tl.arange(0, BLOCK_N)
         k_ok = keys < r1
         km = k_ok[:, None] & d_ok[None, :]
-        keys64 = keys[:, None].to(tl.int64)
-        k = tl.load(k_base + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
-        v = tl.load(v_base + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+        kv_off = off + _rows_at(keys, offs_d, HEAD_DIM)
+        k = tl.load(K + kv_off, mask=km, other=0.0)
+        v = tl.load(V + kv_off, mask=km, other=0.0)
         s = _dot(q, tl.trans(k), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
         p = tl.math.exp2(s * qk_scale - lse[:, None])
         if n0 + BLOCK_N > r1:
             p = tl.where(k_ok[None, :], p, 0.0)
         dp = _dot(do, tl.trans(v), tl.zeros((BLOCK_M, BLOCK_N), tl.float32), IEEE)
         dq = _dot((p * (dp - dlt[:, None])).to(k.dtype), k, dq, IEEE)
-    tl.store(DQ + b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd,
-             (dq * scale).to(DQ.dtype.element_ty), mask=qm)
+    tl.store(DQ + q_off, (dq * scale).to(DQ.dtype.element_ty), mask=qm)
 
 
 @triton.jit
@@ -404,43 +402,38 @@ def _kv_step(k, v, q, do, lse, dlt, dk, dv, valid, masked, qk_scale, IEEE: tl.co
 
 
 @triton.jit
-def _blocks_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, TILES, qk_scale, scale, H, L,
-                     s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-                     s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+def _blocks_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, TILES, qk_scale, scale, L,
                      HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Split backward, second launch: dK, dV of one key tile of a diagonal block over the block's
     query tiles (four products per step), reading the Δ the dQ launch stored."""
-    b, h, bh, n0, r0, r1 = _block_tile(TILES, H)
+    bh, off, n0, r0, r1 = _block_tile(TILES, L, HEAD_DIM)
     keys = n0 + tl.arange(0, BLOCK_N)
     k_ok = keys < r1
     offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d < HEAD_DIM
     km = k_ok[:, None] & d_ok[None, :]
-    keys64 = keys[:, None].to(tl.int64)
-    k = tl.load(K + b * s_kb + h * s_kh + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
-    v = tl.load(V + b * s_vb + h * s_vh + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+    kv_off = off + _rows_at(keys, offs_d, HEAD_DIM)
+    k = tl.load(K + kv_off, mask=km, other=0.0)
+    v = tl.load(V + kv_off, mask=km, other=0.0)
     dk = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
     for m0 in range(r0, r1, BLOCK_M):
         rows = m0 + tl.arange(0, BLOCK_M)
         r_ok = rows < r1
         qm = r_ok[:, None] & d_ok[None, :]
-        rows64 = rows[:, None].to(tl.int64)
-        q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
-        do = tl.load(DO + b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd, mask=qm, other=0.0)
-        lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
-        dlt = tl.load(DELTA + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
+        q_off = off + _rows_at(rows, offs_d, HEAD_DIM)
+        q = tl.load(Q + q_off, mask=qm, other=0.0)
+        do = tl.load(DO + q_off, mask=qm, other=0.0)
+        lse = tl.load(LSE + bh * L + rows, mask=r_ok, other=0.0)
+        dlt = tl.load(DELTA + bh * L + rows, mask=r_ok, other=0.0)
         dk, dv, _ = _kv_step(k, v, q, do, lse, dlt, dk, dv, r_ok[None, :], m0 + BLOCK_M > r1, qk_scale, IEEE)
-    g_off = b * s_gb + h * s_gh + keys64 * s_gm + offs_d[None, :] * s_gd
-    tl.store(DK + g_off, (dk * scale).to(DK.dtype.element_ty), mask=km)
-    tl.store(DV + g_off, dv.to(DV.dtype.element_ty), mask=km)
+    tl.store(DK + kv_off, (dk * scale).to(DK.dtype.element_ty), mask=km)
+    tl.store(DV + kv_off, dv.to(DV.dtype.element_ty), mask=km)
 
 
 @triton.jit
-def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale, H, L,
-                s_qb, s_qh, s_qm, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-                s_db, s_dh, s_dm, s_dd, s_gb, s_gh, s_gm, s_gd,
+def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale, L,
                 HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, IEEE: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dQ, dK, dV of one diagonal block [r0, r1) × [r0, r1), FlashAttention-2's backward in one
@@ -451,9 +444,8 @@ def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale
     to the whole program. Δ = rowsum(dO ⊙ O) is recomputed per step from an O tile rather than
     read from a pass of its own."""
     blk = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
+    bh = tl.program_id(1).to(tl.int64)
+    off = bh * L * HEAD_DIM
     r0 = tl.load(BOUNDS + blk)
     r1 = tl.load(BOUNDS + blk + 1)
     offs_d = tl.arange(0, BLOCK_D)
@@ -462,36 +454,33 @@ def _blocks_bwd(Q, K, V, O, DO, LSE, DQ, DQ_ACC, DK, DV, BOUNDS, qk_scale, scale
         keys = n0 + tl.arange(0, BLOCK_N)
         k_ok = keys < r1
         km = k_ok[:, None] & d_ok[None, :]
-        keys64 = keys[:, None].to(tl.int64)
-        k = tl.load(K + b * s_kb + h * s_kh + keys64 * s_kn + offs_d[None, :] * s_kd, mask=km, other=0.0)
-        v = tl.load(V + b * s_vb + h * s_vh + keys64 * s_vn + offs_d[None, :] * s_vd, mask=km, other=0.0)
+        kv_off = off + _rows_at(keys, offs_d, HEAD_DIM)
+        k = tl.load(K + kv_off, mask=km, other=0.0)
+        v = tl.load(V + kv_off, mask=km, other=0.0)
         dk = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
         dv = tl.zeros((BLOCK_N, BLOCK_D), tl.float32)
         for m0 in range(r0, r1, BLOCK_M):
             rows = m0 + tl.arange(0, BLOCK_M)
             r_ok = rows < r1
             qm = r_ok[:, None] & d_ok[None, :]
-            rows64 = rows[:, None].to(tl.int64)
-            q = tl.load(Q + b * s_qb + h * s_qh + rows64 * s_qm + offs_d[None, :] * s_qd, mask=qm, other=0.0)
-            d_off = b * s_db + h * s_dh + rows64 * s_dm + offs_d[None, :] * s_dd
-            do = tl.load(DO + d_off, mask=qm, other=0.0)
-            o = tl.load(O + d_off, mask=qm, other=0.0)
+            q_off = off + _rows_at(rows, offs_d, HEAD_DIM)
+            q = tl.load(Q + q_off, mask=qm, other=0.0)
+            do = tl.load(DO + q_off, mask=qm, other=0.0)
+            o = tl.load(O + q_off, mask=qm, other=0.0)
             dlt = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
-            lse = tl.load(LSE + bh.to(tl.int64) * L + rows, mask=r_ok, other=0.0)
+            lse = tl.load(LSE + bh * L + rows, mask=r_ok, other=0.0)
             dk, dv, dst = _kv_step(k, v, q, do, lse, dlt, dk, dv, k_ok[:, None] & r_ok[None, :],
                                    (n0 + BLOCK_N > r1) | (m0 + BLOCK_M > r1), qk_scale, IEEE)
             dq = _dot(tl.trans(dst), k, tl.zeros((BLOCK_M, BLOCK_D), tl.float32), IEEE)
-            g_off = b * s_gb + h * s_gh + rows64 * s_gm + offs_d[None, :] * s_gd
             if n0 > r0:
-                dq += tl.load(DQ_ACC + g_off, mask=qm, other=0.0)
+                dq += tl.load(DQ_ACC + q_off, mask=qm, other=0.0)
             if n0 + BLOCK_N >= r1:
-                tl.store(DQ + g_off, (dq * scale).to(DQ.dtype.element_ty), mask=qm)
+                tl.store(DQ + q_off, (dq * scale).to(DQ.dtype.element_ty), mask=qm)
             else:
-                tl.store(DQ_ACC + g_off, dq, mask=qm)
+                tl.store(DQ_ACC + q_off, dq, mask=qm)
                 tl.debug_barrier()      # the block's threads see the scratch when they read it back
-        g_off = b * s_gb + h * s_gh + keys64 * s_gm + offs_d[None, :] * s_gd
-        tl.store(DK + g_off, (dk * scale).to(DK.dtype.element_ty), mask=km)
-        tl.store(DV + g_off, dv.to(DV.dtype.element_ty), mask=km)
+        tl.store(DK + kv_off, (dk * scale).to(DK.dtype.element_ty), mask=km)
+        tl.store(DV + kv_off, dv.to(DV.dtype.element_ty), mask=km)
 
 
 # ---------------------------------------------------------------------------------------
@@ -712,6 +701,13 @@ _BLOCKS_BWD = {16: ("one_pass", (64, 128, 8, 2)), 32: ("one_pass", (64, 128, 8, 
                64: ("one_pass", (64, 128, 8, 2)), 128: ("split", (128, 32, 4, 3), (32, 64, 4, 3)), 256: None}
 
 
+def _block_d(D):
+    """The head dim padded to a power of two, at least 16: the kernels' BLOCK_D. Not
+    triton.next_power_of_2, which Triton 3.9 makes a constexpr function that costs microseconds a
+    call from Python: short calls (L = 2048) are bound by their host time."""
+    return max(16, 1 << (D - 1).bit_length())
+
+
 def _blocks_plan(block_d, dtype, backward):
     """The table's entry for small diagonal blocks, with small tiles for float32 and the interpreter."""
     entry = (_BLOCKS_BWD if backward else _BLOCKS_FWD).get(block_d)
@@ -746,22 +742,21 @@ def _blocks_forward(q, k, v, shape, pattern, tiles):
     lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
     starts = _block_tiles_on(pattern, BM, q.device)
     _blocks_fwd[(len(starts), shape.B * shape.H)](
-        q, k, v, o, lse, starts, shape.scale * LOG2E, shape.H, shape.Lq,
-        *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-        HEAD_DIM=shape.D, BLOCK_D=max(16, triton.next_power_of_2(shape.D)), IEEE=q.dtype == torch.float32,
+        q, k, v, o, lse, starts, shape.scale * LOG2E, shape.Lq,
+        HEAD_DIM=shape.D, BLOCK_D=_block_d(shape.D), IEEE=q.dtype == torch.float32,
         BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
     return o, lse
 
 
 def _forward(q, k, v, shape, pattern):
-    tiles = _small_blocks_on(pattern, q.device) and _blocks_plan(max(16, triton.next_power_of_2(shape.D)), q.dtype,
+    tiles = _small_blocks_on(pattern, q.device) and _blocks_plan(_block_d(shape.D), q.dtype,
                                                                  backward=False)
     if tiles:
         return _blocks_forward(q, k, v, shape, pattern, tiles)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     o = empty_like(q)
     lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
-    BLOCK_D = max(16, triton.next_power_of_2(shape.D))
+    BLOCK_D = _block_d(shape.D)
     BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=False)
     if not classes:  # no row has a key: zeros, as FlexAttention
         o.zero_()
@@ -779,10 +774,9 @@ def _forward(q, k, v, shape, pattern):
 
 def _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan):
     B, H, L, D = shape.B, shape.H, shape.Lq, shape.D
-    assert o.stride() == do.stride(), "the kernels read O with dO's strides"
+    assert o.is_contiguous() and do.is_contiguous(), "the block kernels take contiguous tensors"
     dq, dk, dv = (empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
-    strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
-    meta = dict(HEAD_DIM=D, BLOCK_D=max(16, triton.next_power_of_2(D)), IEEE=q.dtype == torch.float32)
+    meta = dict(HEAD_DIM=D, BLOCK_D=_block_d(D), IEEE=q.dtype == torch.float32)
     if plan[0] == "one_pass":
         rows, largest = _small_blocks_on(pattern, q.device)
         BM, BN, warps, stages = plan[1]
@@ -791,31 +785,31 @@ def _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan):
         # kernel (TritonGPUPipeline) when the scratch has dQ's float16 type
         scratch = empty(q.shape, dtype=torch.float32, device=q.device) if largest > BN else lse
         _blocks_bwd[(len(rows) - 1, B * H)](
-            q, k, v, o, do, lse, dq, scratch, dk, dv, rows, shape.scale * LOG2E, shape.scale, H, L, *strides,
+            q, k, v, o, do, lse, dq, scratch, dk, dv, rows, shape.scale * LOG2E, shape.scale, L,
             BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
         return dq, dk, dv
     delta = empty((B * H, L), dtype=torch.float32, device=q.device)    # written by the dQ launch
     BM, BN, warps, stages = plan[1]
     starts = _block_tiles_on(pattern, BM, q.device)
     _blocks_bwd_dq[(len(starts), B * H)](
-        q, k, v, o, do, lse, delta, dq, starts, shape.scale * LOG2E, shape.scale, H, L, *strides,
+        q, k, v, o, do, lse, delta, dq, starts, shape.scale * LOG2E, shape.scale, L,
         BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
     BM, BN, warps, stages = plan[2]
     starts = _block_tiles_on(pattern, BN, q.device)
     _blocks_bwd_dkdv[(len(starts), B * H)](
-        q, k, v, do, lse, delta, dk, dv, starts, shape.scale * LOG2E, shape.scale, H, L, *strides,
+        q, k, v, do, lse, delta, dk, dv, starts, shape.scale * LOG2E, shape.scale, L,
         BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages, **meta)
     return dq, dk, dv
 
 
 def _backward(q, k, v, o, lse, do, shape, pattern):
-    plan = _small_blocks_on(pattern, q.device) and _blocks_plan(max(16, triton.next_power_of_2(shape.D)), q.dtype,
+    plan = _small_blocks_on(pattern, q.device) and _blocks_plan(_block_d(shape.D), q.dtype,
                                                                 backward=True)
     if plan:
         return _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
-    BLOCK_D = max(16, triton.next_power_of_2(D))
+    BLOCK_D = _block_d(D)
     delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)   # written by the first dQ launch
     assert o.stride() == do.stride(), "the dQ kernel reads O with dO's strides"
     # one class writes the gradients in the input dtype; several add up in float32 first
