@@ -122,6 +122,46 @@ def test_hub_rows_longer_than_many_chunks(tier_executor):
                f"{tier_executor} {pair}")
 
 
+def _arrow(n, seed):
+    """SPD, a few random couplings plus a dense last row and column: tril's and A's last rows hold
+    all n entries, many trips of the tail loops' wide stage (32·CHUNK entries a trip)."""
+    import scipy.sparse as sps
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, 3 * n)
+    j = rng.integers(0, n, 3 * n)
+    M = sps.coo_matrix((rng.uniform(-1, 1, 3 * n), (i, j)), shape=(n, n)).tocsr()
+    last = sps.coo_matrix((rng.uniform(-1, 1, n), (np.full(n, n - 1), np.arange(n))), shape=(n, n)).tocsr()
+    M = M + M.T + last + last.T
+    return sps.csr_matrix(M + sps.diags(abs(M).sum(1).A1 + 1.0))
+
+
+def test_wide_stage_only_where_a_row_needs_it():
+    from tiers.kernels.sparse_rows import row_tables
+    grid = operands("sptrsv_spmv", sm.poisson2d(12))
+    arrow = operands("sptrsv_spmv", _arrow(100, 1))
+    assert not row_tables("sptrsv_spmv", *grid).wide(t3.CHUNK)
+    assert row_tables("sptrsv_spmv", *arrow).wide(t3.CHUNK) and row_tables("sptrsv_spmv", *arrow).longest == 100
+
+
+@pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains", "segments"])
+def test_rows_of_several_wide_trips(tier_executor):
+    n = 2 * 32 * max(t3.CHUNK, t2.CHUNK) + 4 * max(t3.CHUNK, t2.CHUNK) + 37    # the wide stage ends mid-trip
+    A = _arrow(n, _seed("arrow"))
+    rng = np.random.default_rng(_seed("arrow", "b"))
+    for pair in ("sptrsv_spmv", "spmv_sptrsv"):
+        mats = operands(pair, A)
+        assert max(np.diff(M.indptr).max() for M in mats) == n
+        b = rng.standard_normal(n)
+        for dtype in DTYPES:
+            v, s = _vector(b, dtype), fs.inspect(pair, *mats, workers=2)
+            if tier_executor == "t2":
+                out = registry.get("sparse_fusion", "t2_triton_unfused", pair)(*mats, v, schedule=s)
+            else:
+                out = t3.prepare(pair, *mats, like=v, schedule=s, executor=tier_executor)(v)
+            _check(out, _reference(pair, mats, b, dtype, ("arrow", pair, dtype)), pair, mats, dtype,
+                   f"{tier_executor} {pair} {dtype}")
+
+
 @pytest.mark.parametrize("executor", ["dataflow", "chains", "segments"])
 @pytest.mark.parametrize("per_sm", [1, 2])
 def test_persistent_programs(executor, per_sm):

@@ -22,6 +22,7 @@ is "read these positions, write that one": a fused launch needs a branch per sha
 per kernel. Loads of what other iterations write go through L2 (`.cg`): in the sync-free kernel
 another SM may have written it a moment ago, and L1 is not coherent across SMs.
 """
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,24 +123,49 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 
 @triton.jit
 def _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
-              SENT: tl.constexpr, NAP: tl.constexpr):
-    """Σ a·x over a row's entries past its first CHUNK, CHUNK at a time: a row of thousands of
-    non-zeros (a power-law hub) only takes more trips round the loop."""
+              SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
+    """Σ a·x over a row's entries past its first CHUNK. Up to 4·CHUNK entries the R rows go side by
+    side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
+    row goes alone, 32·CHUNK entries a trip across the whole program: every trip costs the same
+    two dependent round trips to memory (positions, then values and vector entries), so a hub
+    of 3000 entries takes 12 trips instead of 375. WIDE (some row has more than 4·CHUNK entries;
+    see wide_rows) compiles that stage in: where no row needs it, the kernel is what it was
+    without it, since the check alone, a reduction after every wait, made the grids' dependence
+    hops slower (2D Poisson 1.50 → 1.73 ms)."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
-    for c in range(CHUNK, tl.max(end - start, 0), CHUNK):
+    if WIDE:
+        near = tl.minimum(end, start + 4 * CHUNK)
+    else:
+        near = end
+    for c in range(CHUNK, tl.max(near - start, 0), CHUNK):
         e = start[:, None] + c + tl.arange(0, CHUNK)[None, :]
-        me = ok[:, None] & (e < end[:, None])
+        me = ok[:, None] & (e < near[:, None])
         ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
         xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT, SENT,
                           NAP)
         acc += tl.sum(ae * xe, 1)
+    if WIDE:
+        lanes = tl.arange(0, start.shape[0])
+        for r in range(start.shape[0]):
+            here = ok & (lanes == r)
+            lo = tl.sum(tl.where(here, start, 0)) + 4 * CHUNK
+            hi = tl.sum(tl.where(here, end, 0))
+            part = tl.zeros([32 * CHUNK], dtype=VAL.dtype.element_ty)
+            for c in range(lo, hi, 32 * CHUNK):
+                e = c + tl.arange(0, 32 * CHUNK)
+                me = e < hi
+                ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
+                xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT,
+                                  SENT, NAP)
+                part += ae * xe
+            acc += tl.where(lanes == r, tl.sum(part), 0.0)
     return acc
 
 
 @triton.jit
 def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
                   STATIC: tl.constexpr, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr,
-                  NAP: tl.constexpr):
+                  NAP: tl.constexpr, WIDE: tl.constexpr):
     """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read. AWAIT: the vector entries are
     read by vec_loads' wait."""
     if not STATIC:
@@ -147,13 +173,13 @@ def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, E
         d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
     x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
     acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, AWAIT,
-                                       SENT, NAP)
+                                       SENT, NAP, WIDE)
     tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
 
 
 @triton.jit
 def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC, VAL, VEC,
-                CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+                CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
     """One step of R chains (static values, awaited vector entries): like affine_finish, but an
     entry that the lane's previous step wrote (prev_dst) is taken from that step's value
     (prev_val) instead of being read back, so a link of a chain costs no round trip to L2.
@@ -162,7 +188,7 @@ def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_v
     x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
     x = tl.where(own, prev_val[:, None], x)
     acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
-                                       SENT, NAP)
+                                       SENT, NAP, WIDE)
     val = _div(rhs + sign * acc, d)
     tl.store(VEC + dst, val, mask=ok)
     return val
@@ -170,7 +196,7 @@ def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_v
 
 @triton.jit
 def affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+                CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
     """(α, β) of R iterations (static values, awaited vector entries) whose entry that reads
     prev_dst — the output of the link before, which the same program is about to compute — is
     left open: dst = α + β·VEC[prev_dst] (β = 0 where no entry reads it). The other entries are
@@ -178,18 +204,18 @@ def affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, EN
     own = m & (px == prev_dst[:, None])
     x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
     acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
-                                       SENT, NAP)
+                                       SENT, NAP, WIDE)
     return _div(rhs + sign * acc, d), _div(sign * tl.sum(tl.where(own, a, 0.0), 1), d)
 
 
 @triton.jit
 def affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC,
-                STATIC: tl.constexpr, CHUNK: tl.constexpr):
+                STATIC: tl.constexpr, CHUNK: tl.constexpr, WIDE: tl.constexpr):
     """Affine iterations v[ok] (an [R] vector), fetched and finished in one go."""
     start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
         v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, STATIC, CHUNK)
     affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                  STATIC, CHUNK, 0, False, 0, 0)
+                  STATIC, CHUNK, 0, False, 0, 0, WIDE)
 
 
 @triton.jit
@@ -245,16 +271,17 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
 
 @triton.jit
 def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr):
+               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr, WIDE: tl.constexpr):
     """Iterations v[ok] of either kernel of a pair (KIND[v]: 0 affine, else a factor row); they
     must be independent of each other. FACTOR (0, ILU, IC) says which factor rows the pair has;
     without one, VAL never changes during the run."""
     if FACTOR != 0:
         fac = tl.load(KIND + v, mask=ok, other=0) != 0
         factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
-        affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK)
+        affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK,
+                    WIDE)
     else:
-        affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, True, CHUNK)
+        affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, True, CHUNK, WIDE)
 
 
 # ---------------------------------------------------------------- the tables, built on the host
@@ -290,6 +317,15 @@ class RowTables:
     factor_pattern: tuple       # factor pairs: (indptr, indices) of the factor, A's or tril(A)'s
 
     ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst")
+
+    @functools.cached_property
+    def longest(self) -> int:
+        """Entries of the longest iteration."""
+        return int(np.diff(self.ent_ptr).max(initial=0))
+
+    def wide(self, chunk: int) -> bool:
+        """The kernels' WIDE: some iteration has more than 4·chunk entries (_tail_sum)."""
+        return self.longest > 4 * chunk
 
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""

@@ -165,7 +165,8 @@ def executor_rule(device, schedule) -> str:
 
 @triton.jit
 def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG,
-           SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr):
+           SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr,
+           WIDE: tl.constexpr):
     """Partitions P0 + pid·LANES … of one level, walked in lockstep."""
     p = P0 + tl.program_id(0) * LANES + tl.arange(0, LANES)
     ok = p < P0 + NPART
@@ -175,7 +176,7 @@ def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR,
         step = ok & (first + k < last)
         v = tl.load(ORDER + first + k, mask=step, other=0)
         iterations(v, step, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-                   VAL, VEC, FACTOR, CHUNK)
+                   VAL, VEC, FACTOR, CHUNK, WIDE)
         tl.debug_barrier()
 
 
@@ -210,7 +211,7 @@ def _run_levels(run, val, vec):
     args = rows.table_args(run.dev)
     for p0, P, lanes, grid in launches:
         _level[(grid,)](p0, P, sdev["part_ptr"], sdev["order"], *args, val, vec, FACTOR=run.tables.factor,
-                        LANES=lanes, CHUNK=CHUNK, num_warps=run.num_warps)
+                        LANES=lanes, CHUNK=CHUNK, WIDE=run.tables.wide(CHUNK), num_warps=run.num_warps)
 
 
 # ---------------------------------------------------------------- executor (b): one sync-free launch
@@ -268,7 +269,7 @@ def _mid_levels(schedule, mats):
 @triton.jit
 def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
-              CHUNK: tl.constexpr, DEPS: tl.constexpr):
+              CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch)."""
     t = tl.atomic_add(SYNC, 1, sem="relaxed")
     first = tl.load(BLK_PTR + t)
@@ -296,7 +297,7 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
     if FACTOR != 0:
         factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
     affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
-                  FACTOR == 0, CHUNK, 0, False, 0, 0)
+                  FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
     tl.debug_barrier()                 # every thread's stores issued before the flag goes up
     tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
 
@@ -376,7 +377,7 @@ def _run_syncfree(run, val, vec):
     sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
     _syncfree[(blocks,)](sync, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
                          *rows.table_args(run.dev), val, vec, FACTOR=run.tables.factor, R=run.block_rows,
-                         CHUNK=CHUNK, DEPS=DEPS, num_warps=run.num_warps)
+                         CHUNK=CHUNK, DEPS=DEPS, WIDE=run.tables.wide(CHUNK), num_warps=run.num_warps)
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -407,7 +408,8 @@ def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 @triton.jit
 def _dataflow(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
-              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
+              WIDE: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag."""
@@ -417,7 +419,7 @@ def _dataflow(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, 
         start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
             v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
         affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                      True, CHUNK, N_IN, True, SENT, NAP)
+                      True, CHUNK, N_IN, True, SENT, NAP, WIDE)
         t = _next_ticket(TICKET, N_BLK, LOOP)
 
 
@@ -450,7 +452,7 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     grid = (_programs(count, run.programs_per_sm, val.device),)
     kernel[grid](ticket, count, *blocks, *tables, val, vec, n, R=lanes or run.block_rows, CHUNK=chunk,
                  SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
-                 num_warps=run.num_warps)
+                 WIDE=run.tables.wide(chunk), num_warps=run.num_warps)
 
 
 def _run_dataflow(run, val, vec):
@@ -624,7 +626,8 @@ def segment_blocks(schedule, mats, tables, R, S, chunk=SEG_CHUNK):
 
 @triton.jit
 def _chains(TICKET, N_BLK, BLK_PTR, BLK_STEPS, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC,
-            N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
+            N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
+            WIDE: tl.constexpr):
     """The dataflow executor over chain blocks: step by step, each lane runs the next iteration
     of its chain, taking the entry its previous step wrote from a register."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
@@ -639,7 +642,7 @@ def _chains(TICKET, N_BLK, BLK_PTR, BLK_STEPS, BLK_ITER, ENT_PTR, ENT_VAL, ENT_V
             start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
                 v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
             val = affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_val, ENT_VAL, ENT_VEC,
-                              VAL, VEC, CHUNK, N_IN, SENT, NAP)
+                              VAL, VEC, CHUNK, N_IN, SENT, NAP, WIDE)
             prev_dst = tl.where(ok, dst, -1)
             prev_val = val
         t = _next_ticket(TICKET, N_BLK, LOOP)
@@ -667,7 +670,8 @@ def _compose(b1, a1, b2, a2):
 
 @triton.jit
 def _segments(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
-              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr):
+              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
+              WIDE: tl.constexpr):
     """The dataflow executor over segment blocks: every lane waits for the entries its row reads
     from outside the block, then one scan solves the piece's recurrence x_m = α_m + β_m·x_{m−1}
     (single iterations have β = 0 and come out as α)."""
@@ -680,7 +684,7 @@ def _segments(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, 
         before = tl.load(BLK_ITER + lane - 1, mask=ok & (lane > first), other=-1)
         prev_dst = tl.load(DST + before, mask=before >= 0, other=-1)
         alpha, beta = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                                  CHUNK, N_IN, SENT, NAP)
+                                  CHUNK, N_IN, SENT, NAP, WIDE)
         _, x_out = tl.associative_scan((beta, alpha), 0, _compose)
         tl.store(VEC + dst, x_out, mask=ok)
         t = _next_ticket(TICKET, N_BLK, LOOP)
