@@ -411,8 +411,8 @@ def test_check_schedule_rejects_broken_schedules(kind):
     t = int(np.argmax(pos[v] - pos[u]))
     order = s.order.copy()
     order[pos[u[t]]], order[pos[v[t]]] = order[pos[v[t]]], order[pos[u[t]]]
-    with pytest.raises(ValueError, match=rf"dependence broken: iteration \d+ \(kernel [12] row \d+\) needs "
-                                         rf"iteration \d+"):
+    with pytest.raises(ValueError, match=r"dependence broken: iteration \d+ \(kernel [12] row \d+\) needs "
+                                         r"iteration \d+"):
         fs.check_schedule(_broken(s, order), dag)
     # an iteration listed twice, another never
     order = s.order.copy()

@@ -9,7 +9,6 @@ import zlib
 import matplotlib
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -128,10 +128,11 @@ def _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.cons
     side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
     row goes alone, 32·CHUNK entries a trip across the whole program: every trip costs the same
     two dependent round trips to memory (positions, then values and vector entries), so a hub
-    of 3000 entries takes 12 trips instead of 375. WIDE (some row has more than 4·CHUNK entries;
-    see wide_rows) compiles that stage in: where no row needs it, the kernel is what it was
-    without it, since the check alone, a reduction after every wait, made the grids' dependence
-    hops slower (2D Poisson 1.50 → 1.73 ms)."""
+    of 3000 entries takes 12 trips instead of 375. WIDE (RowTables.wide: some row has more than
+    4·CHUNK entries) compiles that stage in; where no row needs it the kernel stays as it was. A
+    first version checked at run time instead, a reduction after every wait, and the grids were
+    slower in the call that measured it (2D Poisson 1.73 against 1.50 ms, on a host that was
+    slow too, so the check's share is not known)."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     if WIDE:
         near = tl.minimum(end, start + 4 * CHUNK)

@@ -6,8 +6,6 @@ memory for the [Lq, Lk] score matrix.
     O = P V            (the same batched GEMM)
 Memory and traffic grow with L²; tier 3 removes exactly that.
 """
-import torch
-
 from tiers.kernels.gemm import bmm
 from tiers.kernels.softmax import softmax_rows_
 from tiers.validation import validate_attention
