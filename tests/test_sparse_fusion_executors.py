@@ -162,6 +162,21 @@ def test_rows_of_several_wide_trips(tier_executor):
                    f"{tier_executor} {pair} {dtype}")
 
 
+@pytest.mark.parametrize("n", [4 * t3.CHUNK, 4 * t3.CHUNK + 1, 36 * t3.CHUNK, 36 * t3.CHUNK + 1])
+def test_wide_stage_edges(n):
+    """Rows that end exactly where the side-by-side stage ends, one past it (a wide trip of one
+    entry), exactly one wide trip past it, and one entry into a second trip."""
+    A = _arrow(n, _seed("edges", n))
+    b = np.random.default_rng(_seed("edges", "b", n)).standard_normal(n)
+    for pair in ("sptrsv_spmv", "spmv_sptrsv"):
+        mats = operands(pair, A)
+        v, s = _vector(b, "float64"), fs.inspect(pair, *mats, workers=2)
+        for name, out in (("t2", registry.get("sparse_fusion", "t2_triton_unfused", pair)(*mats, v, schedule=s)),
+                          ("dataflow", t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")(v))):
+            _check(out, _reference(pair, mats, b, "float64", ("edges", pair, n)), pair, mats, "float64",
+                   f"{name} {pair} n={n}")
+
+
 @pytest.mark.parametrize("executor", ["dataflow", "chains", "segments"])
 @pytest.mark.parametrize("per_sm", [1, 2])
 def test_persistent_programs(executor, per_sm):
