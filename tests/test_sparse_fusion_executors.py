@@ -145,7 +145,7 @@ def test_wide_stage_only_where_a_row_needs_it():
 
 @pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains", "segments"])
 def test_rows_of_several_wide_trips(tier_executor):
-    n = 2 * 32 * max(t3.CHUNK, t2.CHUNK) + 4 * max(t3.CHUNK, t2.CHUNK) + 37    # the wide stage ends mid-trip
+    n = 4 * max(t3.CHUNK, t2.CHUNK) + 32 * max(t3.CHUNK, t2.CHUNK) + 37    # a full wide trip, then part of one
     A = _arrow(n, _seed("arrow"))
     rng = np.random.default_rng(_seed("arrow", "b"))
     for pair in ("sptrsv_spmv", "spmv_sptrsv"):
