@@ -124,3 +124,10 @@ def test_autotuned_path(dtype, monkeypatch):
     refs = spec_backward(*(t.detach().double().cpu().numpy() for t in (q, k, v, do)), causal=True)
     for name, t, ref in zip("qkv", (q, k, v), refs):
         assert_close(t.grad, ref, dtype, what=f"d{name}")
+
+
+def test_block_d_pads_the_head_dim_like_triton():
+    import triton
+
+    from tiers.kernels.gemm import block_d
+    assert [block_d(D) for D in range(1, 300)] == [max(16, triton.next_power_of_2(D)) for D in range(1, 300)]

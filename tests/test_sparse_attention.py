@@ -304,13 +304,6 @@ def test_patterns_are_hashable_values():
     assert (g[0].row0, g[0].row1) == (0, 4) and g[2].segments[1].a_start == 1
 
 
-def test_t3_pads_the_head_dim_like_triton():
-    import triton
-
-    from tiers.t3_triton_fused.sparse_attention import _block_d
-    assert [_block_d(D) for D in range(1, 300)] == [max(16, triton.next_power_of_2(D)) for D in range(1, 300)]
-
-
 def test_repr_and_draw():
     import matplotlib
     matplotlib.use("Agg")

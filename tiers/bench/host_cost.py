@@ -41,15 +41,16 @@ def _blocked_parts(q, k, v, p):
     import torch
 
     import tiers.t3_triton_fused.sparse_attention as sa
+    from tiers.kernels.gemm import block_d
     from tiers.t3_triton_fused.attention import LOG2E
 
     shape = sa.validate_sparse_attention(q, k, v, p, None, tier="t3_triton_fused")
-    BM, BN, warps, stages = sa._BLOCKS_FWD[sa._block_d(D)]
+    BM, BN, warps, stages = sa._BLOCKS_FWD[block_d(D)]
     o = torch.empty_like(q)
     lse = torch.empty(B * H, p.Lq, device=q.device, dtype=torch.float32)
     tiles = sa._block_tiles_on(p, BM, q.device)
     args = (q, k, v, o, lse, tiles, shape.scale * LOG2E, p.Lq)
-    meta = dict(HEAD_DIM=D, BLOCK_D=sa._block_d(D), IEEE=False, BLOCK_M=BM, BLOCK_N=BN,
+    meta = dict(HEAD_DIM=D, BLOCK_D=block_d(D), IEEE=False, BLOCK_M=BM, BLOCK_N=BN,
                 num_warps=warps, num_stages=stages)
     grid = (len(tiles), B * H)
     return {"validate_us": host_us(lambda: sa.validate_sparse_attention(q, k, v, p, None, tier="t3_triton_fused"))[0],

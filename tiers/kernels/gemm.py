@@ -12,6 +12,13 @@ from tiers.buffers import empty
 from tiers.validation import check_same_device, check_same_dtype, check_triton_device, TRITON_DTYPES
 
 
+def block_d(D: int) -> int:
+    """The head dim padded to a power of two, at least 16 (tl.dot's smallest operand): the
+    attention kernels' BLOCK_D. Not triton.next_power_of_2, which Triton 3.9 makes a constexpr
+    function that costs microseconds a call from Python: short calls are bound by their host time."""
+    return max(16, 1 << (D - 1).bit_length())
+
+
 @triton.jit
 def dot(a, b, acc, IEEE: tl.constexpr):
     """acc + a·b; float32 inputs take exact float32 products (IEEE), half precision the tensor cores."""

@@ -9,6 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
+from tiers.kernels.gemm import block_d
+
 
 @triton.jit
 def window(ip, Lg, K, s, CAUSAL: tl.constexpr):
@@ -104,7 +106,7 @@ class Problem:
         self.scale = shape.scale
         self.N = self.L[0] * self.L[1] * self.L[2]
         self.meta = dict(CX=self.C[0], CY=self.C[1], CZ=self.C[2], HEAD_DIM=shape.D,
-                         BLOCK_D=max(16, triton.next_power_of_2(shape.D)), IEEE=dtype == torch.float32)
+                         BLOCK_D=block_d(shape.D), IEEE=dtype == torch.float32)
 
     def axes(self):
         """(L, K, d, s, causal) of each of the three axes."""

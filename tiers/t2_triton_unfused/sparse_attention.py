@@ -18,6 +18,7 @@ import triton.language as tl
 
 from tiers.buffers import empty, empty_like
 from tiers.kernels.acsr_tiles import padded_segments, row_group, slot_keys
+from tiers.kernels.gemm import block_d
 from tiers.kernels.softmax import softmax_rows_
 from tiers.validation import interpreting, validate_sparse_attention
 
@@ -87,7 +88,7 @@ def sparse_attention(q, k, v, pattern, scale=None):
     if W == 0:  # no row has a key: zeros, as FlexAttention
         return o.zero_()
     bounds, table = (torch.tensor(x, device=q.device) for x in (bounds, table))
-    BLOCK_D = max(16, triton.next_power_of_2(s.D))
+    BLOCK_D = block_d(s.D)
     rows, block_t = (4, 16) if interpreting() else (4, max(8, 4096 // BLOCK_D))
     grid = (triton.cdiv(s.Lq, rows), s.B * s.H)
     G = table.shape[0]

@@ -86,10 +86,11 @@ class Prepared:
         t, d = self.tables, self.dev
         vec = rows.new_vector(t, vector, self.values)
         val = self.values.clone() if t.factor else self.values
+        wide = t.wide(CHUNK)
         for start, count, what, R, grid in self.launches:
             _rows[(grid,)](self.iter, start, count, d["ent_ptr"], d["ent_val"], d["ent_aux"], d["upd_ptr"],
                            d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], val, vec,
-                           WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=t.wide(CHUNK),
+                           WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide,
                            num_warps=1 if R <= 8 else 2)
         return rows.results(t, self.problem, val, vec)
 

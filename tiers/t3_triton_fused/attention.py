@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 
 from tiers.buffers import empty, empty_like
-from tiers.kernels.gemm import dot as _dot
+from tiers.kernels.gemm import block_d, dot as _dot
 from tiers.validation import interpreting, validate_attention
 
 LOG2E = 1.4426950408889634
@@ -278,7 +278,7 @@ def _forward(q, k, v, shape):
     B, H, Lq, Lk, D = shape.B, shape.H, shape.Lq, shape.Lk, shape.D
     o = empty_like(q)
     lse = empty((B, H, Lq), dtype=torch.float32, device=q.device)
-    meta = dict(CAUSAL=shape.causal, HEAD_DIM=D, BLOCK_D=max(16, triton.next_power_of_2(D)),
+    meta = dict(CAUSAL=shape.causal, HEAD_DIM=D, BLOCK_D=block_d(D),
                 IEEE=q.dtype == torch.float32)
     _launch(_attn_fwd, _attn_fwd_tuned, lambda c: (triton.cdiv(Lq, c["BLOCK_M"]), B * H),
             q, k, v, o, lse, shape.scale * LOG2E, Lq, Lk, H, *_strides(q, k, v, o), **meta)
@@ -287,7 +287,7 @@ def _forward(q, k, v, shape):
 
 def _backward(q, k, v, o, lse, do, shape):
     B, H, Lq, Lk, D = shape.B, shape.H, shape.Lq, shape.Lk, shape.D
-    meta = dict(CAUSAL=shape.causal, HEAD_DIM=D, BLOCK_D=max(16, triton.next_power_of_2(D)),
+    meta = dict(CAUSAL=shape.causal, HEAD_DIM=D, BLOCK_D=block_d(D),
                 IEEE=q.dtype == torch.float32)
     delta = empty((B, H, Lq), dtype=torch.float32, device=q.device)
     _bwd_delta[(triton.cdiv(Lq, 64), B * H)](o, do, delta, Lq, H, *_strides(o, do),

@@ -49,7 +49,7 @@ import triton.language as tl
 
 from tiers.buffers import empty, empty_like
 from tiers.kernels.acsr_tiles import row_group
-from tiers.kernels.gemm import dot as _dot
+from tiers.kernels.gemm import block_d, dot as _dot
 from tiers.t3_triton_fused.attention import LOG2E, attention_of as dense_attention
 from tiers.validation import AttentionShape, interpreting, validate_sparse_attention
 
@@ -701,30 +701,23 @@ _BLOCKS_BWD = {16: ("one_pass", (64, 128, 8, 2)), 32: ("one_pass", (64, 128, 8, 
                64: ("one_pass", (64, 128, 8, 2)), 128: ("split", (128, 32, 4, 3), (32, 64, 4, 3)), 256: None}
 
 
-def _block_d(D):
-    """The head dim padded to a power of two, at least 16: the kernels' BLOCK_D. Not
-    triton.next_power_of_2, which Triton 3.9 makes a constexpr function that costs microseconds a
-    call from Python: short calls (L = 2048) are bound by their host time."""
-    return max(16, 1 << (D - 1).bit_length())
-
-
-def _blocks_plan(block_d, dtype, backward):
+def _blocks_plan(head_block, dtype, backward):
     """The table's entry for small diagonal blocks, with small tiles for float32 and the interpreter."""
-    entry = (_BLOCKS_BWD if backward else _BLOCKS_FWD).get(block_d)
+    entry = (_BLOCKS_BWD if backward else _BLOCKS_FWD).get(head_block)
     small = (16, 16, 4, 1) if interpreting() else (32, 32, 4, 1) if dtype == torch.float32 else None
     if entry is None or small is None:
         return entry
     return (entry[0],) + (small,) * (len(entry) - 1) if backward else small
 
 
-def _tiles(block_d, dtype, backward):
+def _tiles(head_block, dtype, backward):
     if interpreting():
         return ((16, 16, 4, 1),) * 2 if backward else (16, 16, 4, 1)
     if dtype == torch.float32:
         return ((32, 32, 4, 1),) * 2 if backward else _TILES_FP32
     if backward:
-        return _TILES_BWD.get(block_d, ((64, 64, 4, 2),) * 2)
-    return _TILES[block_d]
+        return _TILES_BWD.get(head_block, ((64, 64, 4, 2),) * 2)
+    return _TILES[head_block]
 
 
 def _grid(order, lpt, BH):
@@ -743,20 +736,20 @@ def _blocks_forward(q, k, v, shape, pattern, tiles):
     starts = _block_tiles_on(pattern, BM, q.device)
     _blocks_fwd[(len(starts), shape.B * shape.H)](
         q, k, v, o, lse, starts, shape.scale * LOG2E, shape.Lq,
-        HEAD_DIM=shape.D, BLOCK_D=_block_d(shape.D), IEEE=q.dtype == torch.float32,
+        HEAD_DIM=shape.D, BLOCK_D=block_d(shape.D), IEEE=q.dtype == torch.float32,
         BLOCK_M=BM, BLOCK_N=BN, num_warps=warps, num_stages=stages)
     return o, lse
 
 
 def _forward(q, k, v, shape, pattern):
-    tiles = _small_blocks_on(pattern, q.device) and _blocks_plan(_block_d(shape.D), q.dtype,
+    tiles = _small_blocks_on(pattern, q.device) and _blocks_plan(block_d(shape.D), q.dtype,
                                                                  backward=False)
     if tiles:
         return _blocks_forward(q, k, v, shape, pattern, tiles)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     o = empty_like(q)
     lse = empty((shape.B * shape.H, shape.Lq), dtype=torch.float32, device=q.device)
-    BLOCK_D = _block_d(shape.D)
+    BLOCK_D = block_d(shape.D)
     BM, BN, warps, stages = _tiles(BLOCK_D, q.dtype, backward=False)
     if not classes:  # no row has a key: zeros, as FlexAttention
         o.zero_()
@@ -776,7 +769,7 @@ def _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan):
     B, H, L, D = shape.B, shape.H, shape.Lq, shape.D
     assert o.is_contiguous() and do.is_contiguous(), "the block kernels take contiguous tensors"
     dq, dk, dv = (empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
-    meta = dict(HEAD_DIM=D, BLOCK_D=_block_d(D), IEEE=q.dtype == torch.float32)
+    meta = dict(HEAD_DIM=D, BLOCK_D=block_d(D), IEEE=q.dtype == torch.float32)
     if plan[0] == "one_pass":
         rows, largest = _small_blocks_on(pattern, q.device)
         BM, BN, warps, stages = plan[1]
@@ -803,13 +796,13 @@ def _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan):
 
 
 def _backward(q, k, v, o, lse, do, shape, pattern):
-    plan = _small_blocks_on(pattern, q.device) and _blocks_plan(_block_d(shape.D), q.dtype,
+    plan = _small_blocks_on(pattern, q.device) and _blocks_plan(block_d(shape.D), q.dtype,
                                                                 backward=True)
     if plan:
         return _blocks_backward(q, k, v, o, lse, do, shape, pattern, plan)
     bounds, G, log_g, classes = _plan(pattern, q.device)
     B, H, Lq, D = shape.B, shape.H, shape.Lq, shape.D
-    BLOCK_D = _block_d(D)
+    BLOCK_D = block_d(D)
     delta = empty((B * H, Lq), dtype=torch.float32, device=q.device)   # written by the first dQ launch
     assert o.stride() == do.stride(), "the dQ kernel reads O with dO's strides"
     # one class writes the gradients in the input dtype; several add up in float32 first
