@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
 from tiers import sparse_matrices as sm
+from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
 from tiers.tolerances import assert_close
@@ -198,8 +200,9 @@ def test_syncfree_block_sizes(block_rows, num_warps, executor):
     tickets), or blocks wider than a whole level."""
     for pair in ("sptrsv_sptrsv", "spilu0_sptrsv")[:2 if executor == "syncfree" else 1]:
         mats, b = _problem(pair)
+        warps = 1 if pair in sd.FACTOR_PAIRS else num_warps      # the factor pairs refuse more (test_executor_options)
         run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "sparse_fusion"),
-                         executor=executor, block_rows=block_rows, num_warps=num_warps)
+                         executor=executor, block_rows=block_rows, num_warps=warps)
         _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
                "float64", f"R={block_rows} {pair}")
 
@@ -574,6 +577,9 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, block_rows=24)
     with pytest.raises(ValueError, match="num_warps must be 1, 2, 4 or 8, got 3"):
         t3.prepare("sptrsv_spmv", *mats, like=x, num_warps=3)
+    with pytest.raises(ValueError, match="num_warps must be 1 for spic0_sptrsv on the flag executor .+got 4"):
+        t3.prepare("spic0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="syncfree", num_warps=4)
+    t3.prepare("spic0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="levels", num_warps=4)
     with pytest.raises(ValueError, match="nap_ns must be an int from 0 to 10000, got -5"):
         t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
     with pytest.raises(ValueError, match="programs_per_sm must be an int from 0 to 64, got 65"):
@@ -597,3 +603,69 @@ def test_t2_checks_the_schedule_it_does_not_follow():
     mats, b = _problem("sptrsv_spmv")
     with pytest.raises(ValueError, match="schedule was inspected for the pair 'spmv_sptrsv'"):
         t2.sptrsv_spmv(*mats, _vector(b, "float32"), schedule=fs.inspect("spmv_sptrsv", mats[1], mats[0]))
+
+
+# ---------------------------------------------------------------- held factor rows (sparse_rows.held_fetch)
+
+def test_held_shape_and_budget():
+    """(W, S, C) covers the longest factor row, the most steps and the most pairs of a step, as
+    powers of two; lanes · S · C over HELD_BUDGET walk instead, and one row wider than
+    HELD_WIDTH makes the whole pattern walk."""
+    tables = rows.row_tables("spilu0_sptrsv", sm.poisson2d(6))
+    assert tables.held_shape == (8, 2, 2)             # 5 entries, 2 steps (west, south), at most 2 pairs
+    t27 = rows.row_tables("spilu0_sptrsv", sm.poisson3d(3, points=27))
+    W, S, C = t27.held_shape
+    assert (W, S) == (32, 16) and W >= 27 and S >= 13
+    assert t27.held(rows.HELD_BUDGET // (S * C)) == (W, S, C)
+    assert t27.held(2 * rows.HELD_BUDGET // (S * C)) == (0, 0, 0)
+    assert rows.row_tables("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(4))).held(1) == (0, 0, 0)
+    n = rows.HELD_WIDTH + 8                            # an arrow: row 0 and column 0 full, wider than HELD_WIDTH
+    A = np.eye(n) * (2.0 * n)
+    A[0, :] = A[:, 0] = 1.0
+    A[0, 0] = 2.0 * n
+    assert rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A)).held_shape == (0, 0, 0)
+    assert rows.row_tables("spic0_sptrsv", sp.csr_matrix(A)).held_shape != (0, 0, 0)   # tril rows are ≤ 2 wide
+
+
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+@pytest.mark.parametrize("runner", ["t2", "levels", "syncfree"])
+def test_held_rows_match_the_walk_and_t0(pair, runner, monkeypatch):
+    """Held rows (factor steps on registers, one store) and the memory walk give t0's factor and
+    solve on the 27-point stencil (13 steps of up to 13 pairs; IC's diagonal step reads the row's
+    own entries) and on a power-law graph (uneven rows), with the held path really taken."""
+    budget_held = rows.HELD_BUDGET
+    for gen, size in (("poisson3d_27", 27), ("powerlaw_laplacian", 30)):
+        monkeypatch.setattr(rows, "HELD_BUDGET", budget_held)
+        mats = operands(pair, matrix(gen, size, 3))
+        b = np.random.default_rng(7).standard_normal(mats[0].shape[0])
+        ref = _reference(pair, mats, b, "float64", ("held", pair, gen))
+        tables = rows.row_tables(pair, *mats)
+        assert tables.held(1) != (0, 0, 0)
+        for budget in (budget_held, 0):
+            monkeypatch.setattr(rows, "HELD_BUDGET", budget)
+            v = _vector(b, "float64")
+            if runner == "t2":
+                out = t2.prepare(pair, *mats, like=v)(v)
+            else:
+                out = t3.prepare(pair, *mats, like=v, schedule=_schedule_of(pair, mats, gen), executor=runner,
+                                 block_rows=2)(v)
+            _check(out, ref, pair, mats, "float64", f"{runner} {gen} budget={budget}")
+
+
+_HELD_SCHEDULES: dict = {}
+
+
+def _schedule_of(pair, mats, gen):
+    if (pair, gen) not in _HELD_SCHEDULES:
+        _HELD_SCHEDULES[pair, gen] = fs.inspect(pair, *mats, kind="wavefront")
+    return _HELD_SCHEDULES[pair, gen]
+
+
+def test_factor_pairs_take_small_flag_blocks():
+    """The flag executor's default R is FACTOR_BLOCK_ROWS on the factor pairs (so 27-point rows
+    stay held), BLOCK_ROWS on the others; prepare follows it."""
+    assert t3.tuning_defaults("syncfree", "spilu0_sptrsv")["block_rows"] == t3.FACTOR_BLOCK_ROWS == 4
+    assert t3.tuning_defaults("syncfree", "sptrsv_spmv")["block_rows"] == t3.BLOCK_ROWS["syncfree"]
+    assert t3.tuning_defaults("syncfree")["block_rows"] == t3.BLOCK_ROWS["syncfree"]
+    A = sm.poisson2d(4)
+    assert t3.prepare("spic0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="syncfree").block_rows == 4

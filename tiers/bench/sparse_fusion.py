@@ -704,7 +704,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                         for (kind, w), (s, insp_ms, cols) in schedules.items():
                             for ex in (x for x in executors_of(fn, pair) if executors is None or x in executors):
                                 module = sys.modules[fn.__module__]
-                                defaults = module.tuning_defaults(ex) if hasattr(module, "tuning_defaults") else {}
+                                defaults = module.tuning_defaults(ex, pair) if hasattr(module, "tuning_defaults") else {}
                                 for combo in itertools.product(*(sweeps[k] for k in defaults)):
                                     tune = {k: c for k, c in zip(defaults, combo) if c is not None}
                                     row = dict(provider=prov, schedule=kind, executor=ex or "", workers=w,

@@ -16,6 +16,12 @@ values:
       IC, up-looking  for j ≤ i:  s = a_ij − Σ_k l_ik · l_jk  (k < j in both rows);
                                  l_ij = s / l_jj,  or l_ii = √s on the diagonal
 
+A factor row walks its steps one after another — step s reads what step s − 1 wrote — so the
+latency of one step is paid as many times as the row has entries below the diagonal, and every
+row on the DAG's critical path pays it. Rows of at most HELD_WIDTH entries are therefore *held*
+(held_fetch, held_finish): the row, its pivots and every update pair's finished operand are
+loaded at once, the steps run on registers, and the row is stored once at the end.
+
 VAL is one buffer holding the values of every matrix of the pair (or the factor being computed)
 and VEC one buffer holding the input vector and both outputs, so an iteration of either kernel
 is "read these positions, write that one": a fused launch needs a branch per shape of work, not
@@ -35,6 +41,8 @@ from tiers import sparse_dags as dags
 from tiers.validation import check_factor_pivots
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
+HELD_WIDTH = 64                  # factor rows of at most this many entries are held (held_fetch)
+HELD_BUDGET = 1024               # lanes · steps · pairs a program may prefetch (RowTables.held)
 
 
 @triton.jit
@@ -271,14 +279,106 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
 
 
 @triton.jit
-def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr, WIDE: tl.constexpr):
+def held_fetch(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
+               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
+    """The positions a held factor row v[ok] works on, none of which another iteration writes: its
+    entries (an [R, W] window from FAC_PTR[v]), its steps ([R, S]: local index of the entry, pivot
+    position) and each step's update pairs ([R, S, C]: local index of the entry in this row,
+    position of the other operand; −1 where a step has fewer pairs). W, S, C: powers of two at
+    least the longest row, the most steps and the most pairs of one step (RowTables.held)."""
+    row0 = tl.load(FAC_PTR + v, mask=ok, other=0)
+    row1 = tl.load(FAC_PTR + v + 1, mask=ok, other=0)
+    at = row0[:, None] + tl.arange(0, W)[None, :]
+    inrow = ok[:, None] & (at < row1[:, None])
+    start = tl.load(ENT_PTR + v, mask=ok, other=0)
+    end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    e = start[:, None] + tl.arange(0, S)[None, :]
+    sm = ok[:, None] & (e < end[:, None])
+    p = tl.load(ENT_VAL + e, mask=sm, other=0)
+    aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
+    u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
+    u1 = tl.load(UPD_PTR + p + 1, mask=sm, other=0)
+    t = u0[:, :, None] + tl.arange(0, C)[None, None, :]
+    tm = sm[:, :, None] & (t < u1[:, :, None])
+    mine = tl.where(tm, tl.load(UPD_A + t, mask=tm, other=0) - row0[:, None, None], -1)   # −1: no pair
+    other = tl.load(UPD_B + t, mask=tm, other=-1)
+    return at, inrow, tl.max(end - start, 0), sm, p - row0[:, None], aux, mine, other, row0
+
+
+@triton.jit
+def _pick(x, sel, axis: tl.constexpr):
+    """x's slice along `axis` where the one-hot `sel` holds: indexing by a run-time position,
+    which registers cannot do directly."""
+    return tl.sum(tl.where(sel, x, tl.zeros_like(x)), axis)
+
+
+@triton.jit
+def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
+                W: tl.constexpr, S: tl.constexpr):
+    """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
+    one round of loads (the row, its pivots, the other operand of every pair: entries of finished
+    rows), the steps, one store. ILU: l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs.
+    IC: w[j] = (w[j] − Σ w[k] · l_jk) / pivot, or √ on the diagonal, where l_jk is this row's own
+    w[k] (its diagonal step) when the pair's other position lies in this row."""
+    cols = tl.arange(0, W)
+    w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
+    piv = tl.load(VAL + aux, mask=sm & (aux >= 0), other=1.0, cache_modifier=".cg")
+    own = other >= row0[:, None, None]
+    ext = tl.load(VAL + other, mask=(other >= 0) & ~own, other=0.0, cache_modifier=".cg")
+    if FACTOR == 2:
+        self_at = tl.where(own, other - row0[:, None, None], -1)
+    for s in range(0, steps):
+        here = tl.arange(0, S)[None, :] == s
+        h3 = here[:, :, None]
+        live = tl.max((sm & here).to(tl.int32), 1) > 0                      # [R]
+        hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
+        a_s = _pick(w, hit, 1)
+        # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
+        onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
+        b = _pick(ext, h3, 1)
+        if FACTOR == 1:
+            lik = _div(a_s, _pick(piv, here, 1))
+            upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
+            hitn = tl.max(onto.to(tl.int32), 1) > 0
+            w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
+        else:
+            a = tl.sum(tl.where(onto, w[:, None, :], 0.0), 2)
+            mine_too = _pick(self_at, h3, 1)
+            b = tl.where(mine_too >= 0,
+                         tl.sum(tl.where(mine_too[:, :, None] == cols[None, None, :], w[:, None, :], 0.0), 2), b)
+            rest = a_s - tl.sum(a * b, 1)
+            diag = _pick(aux, here, 1) < 0
+            root = _sqrt(tl.where(diag & (rest > 0), rest, 1.0))
+            # a non-positive pivot is stored as it is, for the wrapper to report after the run
+            val = tl.where(diag, tl.where(rest > 0, root, rest), _div(rest, _pick(piv, here, 1)))
+            w = tl.where(hit, val[:, None], w)
+    tl.store(VAL + at, w, mask=inrow)
+
+
+@triton.jit
+def factor_iterations(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
+                      FACTOR: tl.constexpr, CHUNK: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
+                      C: tl.constexpr):
+    """Factor rows v[ok]: held (W > 0) or walked in memory (factor_rows)."""
+    if W > 0:
+        at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+            v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+        held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+    else:
+        factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+
+
+@triton.jit
+def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
+               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr,
+               S: tl.constexpr, C: tl.constexpr):
     """Iterations v[ok] of either kernel of a pair (KIND[v]: 0 affine, else a factor row); they
     must be independent of each other. FACTOR (0, ILU, IC) says which factor rows the pair has;
-    without one, VAL never changes during the run."""
+    without one, VAL never changes during the run. W, S, C: RowTables.held."""
     if FACTOR != 0:
         fac = tl.load(KIND + v, mask=ok, other=0) != 0
-        factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+        factor_iterations(v, ok & fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK,
+                          W, S, C)
         affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK,
                     WIDE)
     else:
@@ -317,7 +417,10 @@ class RowTables:
     pivot_at: np.ndarray        # factor pairs: position in VAL of row i's pivot u_ii or l_ii
     factor_pattern: tuple       # factor pairs: (indptr, indices) of the factor, A's or tril(A)'s
 
-    ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst")
+    fac_ptr: np.ndarray         # factor pairs: [n1+1] VAL positions of each factor row (the pattern's indptr)
+
+    ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst",
+              "fac_ptr")
 
     @functools.cached_property
     def longest(self) -> int:
@@ -327,6 +430,24 @@ class RowTables:
     def wide(self, chunk: int) -> bool:
         """The kernels' WIDE: some iteration has more than 4·chunk entries (_tail_sum)."""
         return self.longest > 4 * chunk
+
+    @functools.cached_property
+    def held_shape(self) -> tuple:
+        """(W, S, C) of held_fetch for this pair's factor rows: powers of two at least the longest
+        row, the most steps of a row and the most update pairs of a step; (0, 0, 0) without
+        factor rows or when some row has more than HELD_WIDTH entries."""
+        if not self.factor or np.diff(self.fac_ptr).max(initial=0) > HELD_WIDTH:
+            return 0, 0, 0
+        steps = np.diff(self.ent_ptr[:self.n1 + 1])
+        pairs = np.diff(self.upd_ptr)[self.ent_val[:self.ent_ptr[self.n1]]]
+        return tuple(max(2, triton.next_power_of_2(int(x.max(initial=1))))
+                     for x in (np.diff(self.fac_ptr), steps, pairs))
+
+    def held(self, lanes: int) -> tuple:
+        """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
+        pair tables (lanes · S · C entries) stay within HELD_BUDGET, else (0, 0, 0): walk in memory."""
+        W, S, C = self.held_shape
+        return (W, S, C) if W and lanes * S * C <= HELD_BUDGET else (0, 0, 0)
 
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""
@@ -374,7 +495,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
     M = matrices
     n = M[0].shape[0]
     upd = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    factor, pivot_at, pattern = 0, np.zeros(0, np.int64), ()
+    factor, pivot_at, pattern = 0, np.zeros(0, np.int64), (np.zeros(1, np.int64),)
     if pair == "sptrsv_spmv":          # VAL [L, A], VEC [b, x, y]
         k1 = _affine(M[0], "solve", 0, n, 0, n)
         k2 = _affine(M[1], "spmv", M[0].nnz, n, -1, 2 * n)
@@ -409,7 +530,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
                      upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32),
                      upd_b=upd[2].astype(np.int32), val_from=val_from,
                      vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
-                     factor_pattern=pattern, **i32)
+                     factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32), **i32)
 
 
 # ---------------------------------------------------------------- what both Triton tiers do around a launch

@@ -24,25 +24,26 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import affine_rows, factor_rows
+from tiers.kernels.sparse_rows import affine_rows, factor_iterations
 from tiers.validation import interpreting, validate_sparse_fusion
 
 CHUNK = 8
 
 
 @triton.jit
-def _rows(ITER, START, COUNT, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
+def _rows(ITER, START, COUNT, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
           VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr,
-          WIDE: tl.constexpr):
+          WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
     """Rows ITER[START + pid·R …] of one level of one kernel. WHAT: 0 an SpMV or SpTRSV row,
-    1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed."""
+    1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed; W, S, C: held
+    factor rows (RowTables.held)."""
     at = START + tl.program_id(0) * R + tl.arange(0, R)
     ok = at < START + COUNT
     v = tl.load(ITER + at, mask=ok, other=0)
     if WHAT == 0:
         affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, STATIC, CHUNK, WIDE)
     else:
-        factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, WHAT, CHUNK)
+        factor_iterations(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, WHAT, CHUNK, W, S, C)
 
 
 def _rows_per_program(count: int) -> int:
@@ -51,6 +52,12 @@ def _rows_per_program(count: int) -> int:
     if interpreting():
         return min(64, triton.next_power_of_2(count))
     return 32 if count >= 8192 else 8
+
+
+def _held_rows(tables) -> int:
+    """Rows per program of a factor kernel that stay held (sparse_rows.RowTables.held)."""
+    W, S, C = tables.held_shape
+    return max(1, rows.HELD_BUDGET // (S * C)) if W else 64
 
 
 def _plan(problem, tables, device):
@@ -64,8 +71,9 @@ def _plan(problem, tables, device):
         order.append(by_level + offset)
         bounds = np.searchsorted(level[by_level], np.arange(int(level.max(initial=-1)) + 2))
         what = tables.factor if k == 0 else 0
+        most = _held_rows(tables) if k == 0 else 64
         for a, b in zip(bounds[:-1], bounds[1:]):
-            R = _rows_per_program(int(b - a))
+            R = min(most, _rows_per_program(int(b - a)))
             launches.append((base + int(a), int(b - a), what, R, triton.cdiv(int(b - a), R)))
         base += g.n
     it = rows.to_device({"iter": np.concatenate(order).astype(np.int32)}, device)["iter"]
@@ -89,8 +97,9 @@ class Prepared:
         wide = t.wide(CHUNK)
         for start, count, what, R, grid in self.launches:
             _rows[(grid,)](self.iter, start, count, d["ent_ptr"], d["ent_val"], d["ent_aux"], d["upd_ptr"],
-                           d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], val, vec,
-                           WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide,
+                           d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], d["fac_ptr"], val,
+                           vec, WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide,
+                           **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
                            num_warps=1 if R <= 8 else 2)
         return rows.results(t, self.problem, val, vec)
 

@@ -104,7 +104,7 @@ from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       iterations)
+                                       held_fetch, held_finish, iterations)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -116,6 +116,12 @@ a 100 ns nap, 1.88 without — one program per block then; R = 2: 2.3, R = 8: 3.
 Poisson and the power-law graph R = 16/64/128 were 1.3–3× slower than R = 4): a block finishes
 when its last row is ready, and more spinning lanes keep L2 busy with polls. chains: R lanes for
 the single iterations."""
+FACTOR_BLOCK_ROWS = 4
+"""R of the flag executor on the factor pairs, whose rows are held (sparse_rows.RowTables.held)
+only while R · steps · pairs stays within HELD_BUDGET. Measured on the H100 (2026-11-25, float64,
+wavefront schedule, one warp, figures/data/held_ab_*): ILU(0) on 2D Poisson 1000² 5.8 ms at R = 4
+against 7.0 at R = 16, IC(0) 7.3 against 8.7; 3D Poisson equal (1.51 / 1.78 ms); on the 27-point
+grid only R ≤ 4 holds its rows (11.3 ms against 27.4 at R = 16)."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
@@ -130,9 +136,12 @@ TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "na
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
 
 
-def tuning_defaults(executor) -> dict:
-    """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given."""
-    every = {"block_rows": BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS, "chain_steps": CHAIN_STEPS.get(executor),
+def tuning_defaults(executor, pair=None) -> dict:
+    """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given (for
+    `pair`, where the default depends on it: FACTOR_BLOCK_ROWS)."""
+    factor = executor == "syncfree" and pair in dags.FACTOR_PAIRS
+    every = {"block_rows": FACTOR_BLOCK_ROWS if factor else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
+             "chain_steps": CHAIN_STEPS.get(executor),
              "programs_per_sm": PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor)}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
@@ -165,8 +174,8 @@ def executor_rule(device, schedule) -> str:
 
 @triton.jit
 def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG,
-           SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr,
-           WIDE: tl.constexpr):
+           SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr,
+           WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
     """Partitions P0 + pid·LANES … of one level, walked in lockstep."""
     p = P0 + tl.program_id(0) * LANES + tl.arange(0, LANES)
     ok = p < P0 + NPART
@@ -176,30 +185,33 @@ def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR,
         step = ok & (first + k < last)
         v = tl.load(ORDER + first + k, mask=step, other=0)
         iterations(v, step, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-                   VAL, VEC, FACTOR, CHUNK, WIDE)
+                   FAC_PTR, VAL, VEC, FACTOR, CHUNK, WIDE, W, S, C)
         tl.debug_barrier()
 
 
-def _lanes(partitions: int, device) -> int:
-    """Partitions per program: on a GPU at least ~256 programs per level while lanes ≤ 32 (a
-    level of a few hundred rows still spreads over every SM); in the interpreter, which pays
-    per program, as few programs as possible."""
+def _lanes(partitions: int, device, most: int = 32) -> int:
+    """Partitions per program, at most `most`: on a GPU at least ~256 programs per level while
+    lanes ≤ 32 (a level of a few hundred rows still spreads over every SM); in the interpreter,
+    which pays per program, as few programs as possible."""
     if device.type != "cuda":
-        return min(32, triton.next_power_of_2(partitions))
+        return min(most, triton.next_power_of_2(partitions))
     lanes = 1
-    while lanes < 32 and partitions >= 512 * lanes:
+    while lanes < most and partitions >= 512 * lanes:
         lanes *= 2
     return lanes
 
 
-def _level_plan(schedule, device):
-    """Per level: (first partition, partitions, lanes, programs), and the schedule on the device."""
+def _level_plan(schedule, tables, device):
+    """Per level: (first partition, partitions, lanes, programs), and the schedule on the device.
+    Held factor rows (sparse_rows.RowTables.held) take at most as many lanes as stay held."""
     lp = schedule.level_ptr
+    W, S, C = tables.held_shape
+    most = max(1, min(32, rows.HELD_BUDGET // (S * C))) if W else 32
     launches = []
     for s in range(schedule.levels()):
         P = int(lp[s + 1] - lp[s])
         if P:
-            lanes = _lanes(P, device)
+            lanes = _lanes(P, device, most)
             launches.append((int(lp[s]), P, lanes, triton.cdiv(P, lanes)))
     dev = rows.to_device({"part_ptr": schedule.part_ptr.astype(np.int32), "order": schedule.order.astype(np.int32)},
                          device)
@@ -210,8 +222,10 @@ def _run_levels(run, val, vec):
     launches, sdev = run.plan
     args = rows.table_args(run.dev)
     for p0, P, lanes, grid in launches:
+        W, S, C = run.tables.held(lanes)
         _level[(grid,)](p0, P, sdev["part_ptr"], sdev["order"], *args, val, vec, FACTOR=run.tables.factor,
-                        LANES=lanes, CHUNK=CHUNK, WIDE=run.tables.wide(CHUNK), num_warps=run.num_warps)
+                        LANES=lanes, CHUNK=CHUNK, WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C,
+                        num_warps=run.num_warps)
 
 
 # ---------------------------------------------------------------- executor (b): one sync-free launch
@@ -268,8 +282,9 @@ def _mid_levels(schedule, mats):
 
 @triton.jit
 def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
-              CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr):
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
+              CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
+              C: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch)."""
     t = tl.atomic_add(SYNC, 1, sem="relaxed")
     first = tl.load(BLK_PTR + t)
@@ -284,6 +299,9 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
     # what no other block writes is read before waiting: after the wait, one round of loads
     start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
         v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
+    if W > 0:    # held factor rows: their positions too, three dependent loads off the critical path
+        w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+            v, fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
     dep_end = tl.load(DEP_PTR + t + 1)
     for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
         at = q + tl.arange(0, DEPS)
@@ -294,7 +312,9 @@ def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL,
         while ready == 0:
             ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
     tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
-    if FACTOR != 0:
+    if W > 0:
+        held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+    elif FACTOR != 0:
         factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
     affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
                   FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
@@ -375,9 +395,11 @@ def _run_syncfree(run, val, vec):
     if blocks == 0:
         return
     sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
+    W, S, C = run.tables.held(run.block_rows)
     _syncfree[(blocks,)](sync, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
                          *rows.table_args(run.dev), val, vec, FACTOR=run.tables.factor, R=run.block_rows,
-                         CHUNK=CHUNK, DEPS=DEPS, WIDE=run.tables.wide(CHUNK), num_warps=run.num_warps)
+                         CHUNK=CHUNK, DEPS=DEPS, WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C,
+                         num_warps=run.num_warps)
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -717,7 +739,8 @@ class Prepared:
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
-            self.plan = schedule.cached(("t3_levels", str(device)), lambda: _level_plan(schedule, device))
+            self.plan = schedule.cached(("t3_levels", str(device)),
+                                        lambda: _level_plan(schedule, self.tables, device))
         elif executor == "chains":
             self.plan = schedule.cached(("t3_chains", block_rows, chain_steps, str(device)),
                                         lambda: _chain_plan(schedule, problem.matrices, block_rows, chain_steps, device))
@@ -745,13 +768,14 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
-    see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a power of two up to 128; None:
-    BLOCK_ROWS of the executor); num_warps of each program (1, 2, 4 or 8; the level executor
-    uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls (0 to
-    10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
-    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
-    the dataflow, chain and segment executors, 0 for one program per block or the number of
-    persistent programs per SM that take tickets until none is left (1 to 64)."""
+    see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
+    power of two up to 128; None: tuning_defaults of the executor and pair); num_warps of each
+    program (1, 2, 4 or 8; the level executor uses it too; only 1 on the flag executor for the
+    factor pairs, where more warps race); nap_ns, the dataflow, chain and segment executors'
+    sleep between polls (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to
+    4096) or the segment executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor;
+    programs_per_sm, for the dataflow, chain and segment executors, 0 for one program per block
+    or the number of persistent programs per SM that take tickets until none is left (1 to 64)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -777,8 +801,15 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
+    if num_warps > 1 and pair in dags.FACTOR_PAIRS and executor == "syncfree":
+        # measured on the H100 (2026-11-25, figures/data/race_held_*): 27-point ILU(0) in blocks of
+        # 16 rows came out wrong with 2 or 4 warps (0 of 6 runs right, relative errors up to 1e-3,
+        # different each run) and right with one; a fence in every thread around the flags did not
+        # mend it, so the cause is not found and the option is refused rather than trusted
+        raise ValueError(f"num_warps must be 1 for {pair} on the flag executor (more warps race there, "
+                         f"cause not found), got {num_warps}")
     if block_rows is None:
-        block_rows = tuning_defaults(executor).get("block_rows", 1)
+        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
