@@ -24,6 +24,11 @@ os.environ.setdefault("TIERS_AUTOTUNE", "0")
 
 DEVICE = "cuda" if _has_cuda() else "cpu"
 
+if os.environ.get("PYTEST_XDIST_WORKER") and DEVICE == "cpu":
+    # the README runs one xdist worker per core: more torch threads per worker would only contend
+    import torch
+    torch.set_num_threads(1)
+
 
 @pytest.fixture
 def device():

@@ -239,8 +239,14 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
 
     with t over UPD_PTR[p]..UPD_PTR[p+1] (tiers/sparse_dags.py builds both lists). A step writes
     entries of its row that the next step reads, so every step ends at a barrier: afterwards
-    the whole program sees the row as it now is. Lanes never touch each other's rows: the
-    executors only put independent iterations side by side."""
+    the whole program sees the row as it now is. Each read-then-overwrite of an entry also has a
+    barrier between the two: with more threads than a tensor has elements, Triton gives each
+    element to several threads (in different warps), and one warp's store must not land before
+    another warp's copy of the load. Without these barriers multi-warp programs raced: the flag
+    executor on 27-point ILU(0) at R = 16 with 2 or 4 warps was right in 0 of 6 runs (H100,
+    2026-11-25), and t2 (2 warps at R = 32) got the power-law graph's ILU(0) wrong; with them
+    every such run was right (H200, 2026-11-26, figures/data/race_fix_*). Lanes never touch
+    each other's rows: the executors only put independent iterations side by side."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     for s in range(0, tl.max(end - start, 0)):
@@ -254,6 +260,7 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
         pivot = tl.load(VAL + aux, mask=m & (aux >= 0), other=1.0, cache_modifier=".cg")
         if FACTOR == 1:
             lik = _div(a_p, pivot)
+            tl.debug_barrier()         # every thread's copy of a_p read before it is overwritten
             tl.store(VAL + p, lik, mask=m)
             for c in range(0, tl.max(u1 - u0, 0), CHUNK):
                 q = u0[:, None] + c + tl.arange(0, CHUNK)[None, :]
@@ -262,6 +269,7 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
                 src = tl.load(UPD_B + q, mask=mm, other=0)
                 a = tl.load(VAL + tgt, mask=mm, other=0.0, cache_modifier=".cg")
                 b = tl.load(VAL + src, mask=mm, other=0.0, cache_modifier=".cg")
+                tl.debug_barrier()
                 tl.store(VAL + tgt, a - lik[:, None] * b, mask=mm)
         else:
             acc = tl.zeros_like(a_p)
@@ -274,6 +282,7 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
             rest = a_p - acc
             # a non-positive pivot is stored as it is, for the wrapper to report after the run
             root = _sqrt(tl.where((aux < 0) & (rest > 0), rest, 1.0))
+            tl.debug_barrier()
             tl.store(VAL + p, tl.where(aux >= 0, _div(rest, pivot), tl.where(rest > 0, root, rest)), mask=m)
         tl.debug_barrier()
 
@@ -352,6 +361,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             # a non-positive pivot is stored as it is, for the wrapper to report after the run
             val = tl.where(diag, tl.where(rest > 0, root, rest), _div(rest, _pick(piv, here, 1)))
             w = tl.where(hit, val[:, None], w)
+    tl.debug_barrier()                 # every copy of the row read before it is overwritten (factor_rows)
     tl.store(VAL + at, w, mask=inrow)
 
 

@@ -770,9 +770,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
     see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
     power of two up to 128; None: tuning_defaults of the executor and pair); num_warps of each
-    program (1, 2, 4 or 8; the level executor uses it too; only 1 on the flag executor for the
-    factor pairs, where more warps race); nap_ns, the dataflow, chain and segment executors'
-    sleep between polls (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to
+    program (1, 2, 4 or 8; the level executor uses it too); nap_ns, the dataflow, chain and
+    segment executors' sleep between polls (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to
     4096) or the segment executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor;
     programs_per_sm, for the dataflow, chain and segment executors, 0 for one program per block
     or the number of persistent programs per SM that take tickets until none is left (1 to 64)."""
@@ -801,13 +800,6 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
-    if num_warps > 1 and pair in dags.FACTOR_PAIRS and executor == "syncfree":
-        # measured on the H100 (2026-11-25, figures/data/race_held_*): 27-point ILU(0) in blocks of
-        # 16 rows came out wrong with 2 or 4 warps (0 of 6 runs right, relative errors up to 1e-3,
-        # different each run) and right with one; a fence in every thread around the flags did not
-        # mend it, so the cause is not found and the option is refused rather than trusted
-        raise ValueError(f"num_warps must be 1 for {pair} on the flag executor (more warps race there, "
-                         f"cause not found), got {num_warps}")
     if block_rows is None:
         block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
     if chain_steps is None:
