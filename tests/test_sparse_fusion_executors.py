@@ -660,10 +660,29 @@ def _schedule_of(pair, mats, gen):
 
 
 def test_factor_pairs_take_small_flag_blocks():
-    """The flag executor's default R is FACTOR_BLOCK_ROWS on the factor pairs (so 27-point rows
-    stay held), BLOCK_ROWS on the others; prepare follows it."""
-    assert t3.tuning_defaults("syncfree", "spilu0_sptrsv")["block_rows"] == t3.FACTOR_BLOCK_ROWS == 4
+    """The flag executor's R on a factor pair is decided from its rows (factor_block_rows): at
+    most FACTOR_BLOCK_ROWS, fewer where a held step's one-hot work R · C · W would pass
+    FACTOR_STEP_WORK (27-point rows: 1), FACTOR_BLOCK_ROWS for rows that walk; the other pairs
+    take BLOCK_ROWS; prepare follows it, and the benchmark records what prepare took."""
+    from tiers.bench.sparse_fusion import runner
+    assert t3.tuning_defaults("syncfree", "spilu0_sptrsv")["block_rows"] is None
     assert t3.tuning_defaults("syncfree", "sptrsv_spmv")["block_rows"] == t3.BLOCK_ROWS["syncfree"]
     assert t3.tuning_defaults("syncfree")["block_rows"] == t3.BLOCK_ROWS["syncfree"]
-    A = sm.poisson2d(4)
-    assert t3.prepare("spic0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="syncfree").block_rows == 4
+    like = _vector(np.ones(16), "float64")
+    assert t3.prepare("spic0_sptrsv", sm.poisson2d(4), like=like, executor="syncfree").block_rows == 4
+    t27 = sm.poisson3d(3, points=27)
+    W, S, C = rows.row_tables("spilu0_sptrsv", t27).held_shape
+    assert C * W > t3.FACTOR_STEP_WORK // 2 and t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", t27)) == 1
+    like27 = _vector(np.ones(27), "float64")
+    for pair in sd.FACTOR_PAIRS:
+        assert t3.prepare(pair, t27, like=like27, executor="syncfree").block_rows == 1
+    assert t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", sm.poisson3d(4))) == 4     # 7-point rows
+    assert t3.prepare("spilu0_sptrsv", t27, like=like27, executor="syncfree", block_rows=4).block_rows == 4
+    n = rows.HELD_WIDTH + 8                            # rows wider than HELD_WIDTH walk: FACTOR_BLOCK_ROWS
+    A = np.eye(n) * (2.0 * n)
+    A[0, :] = A[:, 0] = 1.0
+    A[0, 0] = 2.0 * n
+    assert t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A))) == t3.FACTOR_BLOCK_ROWS
+    fn = registry.get("sparse_fusion", "t3_triton_fused", "spilu0_sptrsv")
+    row, _ = runner(fn, "spilu0_sptrsv", [t27], like27, None, "syncfree", {"block_rows": None, "tickets": "dag"})
+    assert row["block_rows"] == 1 and row["timed"] == "prepared"

@@ -117,11 +117,17 @@ Poisson and the power-law graph R = 16/64/128 were 1.3–3× slower than R = 4):
 when its last row is ready, and more spinning lanes keep L2 busy with polls. chains: R lanes for
 the single iterations."""
 FACTOR_BLOCK_ROWS = 4
-"""R of the flag executor on the factor pairs, whose rows are held (sparse_rows.RowTables.held)
-only while R · steps · pairs stays within HELD_BUDGET. Measured on the H100 (2026-11-25, float64,
-wavefront schedule, one warp, figures/data/held_ab_*): ILU(0) on 2D Poisson 1000² 5.8 ms at R = 4
-against 7.0 at R = 16, IC(0) 7.3 against 8.7; 3D Poisson equal (1.51 / 1.78 ms); on the 27-point
-grid only R ≤ 4 holds its rows (11.3 ms against 27.4 at R = 16)."""
+FACTOR_STEP_WORK = 256
+"""R of the flag executor on the factor pairs (factor_block_rows): at most FACTOR_BLOCK_ROWS, and
+for held rows (sparse_rows.RowTables.held) at most what keeps a step's one-hot work, R · pairs ·
+entries ([R, C, W] in held_finish), within FACTOR_STEP_WORK — one warp does it element by element,
+on every row of the critical path. Measured on the H100 (float64, wavefront schedule, one warp):
+2026-11-25 (figures/data/held_ab_*), ILU(0) on 2D Poisson 1000² 5.8 ms at R = 4 against 7.0 at
+R = 16, IC(0) 7.3 against 8.7; 2026-11-26 (figures/data/block_rows_factor_*), R = 1 / 2 / 4:
+27-point grid (C · W = 512) ILU(0) 4.96 / 7.24 / 11.2 ms, IC(0) 8.65 / 10.9 / 13.8; 3D Poisson
+(C · W = 32) ILU(0) 3.11 / 2.00 / 1.50, IC(0) 3.75 / 2.30 / 1.82; 2D (C · W = 16) ILU(0) 4.87 /
+5.24 / 5.83, IC(0) 7.35 / 7.99 / 7.01. 256 gives R = 1 to both 27-point pairs (IC(0)'s C · W is
+256: with 512 it took R = 2, 10.9 ms) and keeps R = 4 on the 2D and 3D grids."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
@@ -138,9 +144,10 @@ TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "na
 
 def tuning_defaults(executor, pair=None) -> dict:
     """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given (for
-    `pair`, where the default depends on it: FACTOR_BLOCK_ROWS)."""
+    `pair`, where the default depends on it); None where it depends on the matrices too: R of the
+    flag executor on the factor pairs (factor_block_rows)."""
     factor = executor == "syncfree" and pair in dags.FACTOR_PAIRS
-    every = {"block_rows": FACTOR_BLOCK_ROWS if factor else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
+    every = {"block_rows": None if factor else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
              "programs_per_sm": PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor)}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
@@ -154,6 +161,15 @@ per level on every pair, schedule and matrix run (1M-row 2D and 3D Poisson; 299 
 levels), and the dataflow executor 1.9–2.2× faster than the flag executor on the 2D Poisson
 pairs it can run; shallower DAGs were not measured. In the interpreter the level executor runs
 fewer, larger programs, which the interpreter executes faster."""
+
+
+def factor_block_rows(tables) -> int:
+    """The flag executor's default R for a factor pair with these RowTables (FACTOR_STEP_WORK)."""
+    W, _, C = tables.held_shape
+    R = FACTOR_BLOCK_ROWS
+    while W and R > 1 and R * C * W > FACTOR_STEP_WORK:
+        R //= 2
+    return R
 
 
 def executors_for(pair: str) -> tuple:
@@ -737,6 +753,8 @@ class Prepared:
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm = chain_steps, programs_per_sm
         self.tables, self.dev = rows.device_tables(problem, device)
+        if block_rows is None:          # the flag executor on a factor pair: by the rows' shape
+            block_rows = self.block_rows = factor_block_rows(self.tables)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
             self.plan = schedule.cached(("t3_levels", str(device)),
@@ -769,12 +787,13 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
     see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
-    power of two up to 128; None: tuning_defaults of the executor and pair); num_warps of each
-    program (1, 2, 4 or 8; the level executor uses it too); nap_ns, the dataflow, chain and
-    segment executors' sleep between polls (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to
-    4096) or the segment executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor;
-    programs_per_sm, for the dataflow, chain and segment executors, 0 for one program per block
-    or the number of persistent programs per SM that take tickets until none is left (1 to 64)."""
+    power of two up to 128; None: tuning_defaults of the executor and pair, or for a factor pair
+    on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8; the level
+    executor uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls
+    (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
+    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
+    the dataflow, chain and segment executors, 0 for one program per block or the number of
+    persistent programs per SM that take tickets until none is left (1 to 64)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -801,7 +820,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if executor is None:
         executor = executor_rule(like.device, schedule)
     if block_rows is None:
-        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
+        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)    # None: Prepared decides
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
