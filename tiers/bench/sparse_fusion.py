@@ -68,7 +68,6 @@ MATRICES = {
     "powerlaw": (1_000_000, 40, "power-law Laplacian + I, {s} nodes, m=3"),
 }
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
-TUNED = ("block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets")   # t3's TUNABLE options
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
              "options", "block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets")
 
@@ -544,7 +543,8 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     import torch
 
     kw = {"schedule": schedule, **({"executor": executor} if executor else {})}
-    prepare = getattr(sys.modules[fn.__module__], "prepare", None)
+    module = sys.modules[fn.__module__]
+    prepare = getattr(module, "prepare", None)
     if prepare is not None:
         kw.update(tune or {})
     if prepare is None:
@@ -556,8 +556,8 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
             torch.cuda.synchronize()
     except Exception as e:   # recorded by measure() as this row's error
         return row, _raiser(e)
-    # the options the prepared runner took, where prepare decides them from the matrices
-    took = {k: getattr(prepared, k) for k in row if k in TUNED and getattr(prepared, k, None) is not None}
+    # the options the prepared runner took: prepare decides some of them from the matrices
+    took = {k: getattr(prepared, k) for k in getattr(module, "TUNABLE", {}).get(executor, ())}
     return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
             lambda: prepared(v))
 

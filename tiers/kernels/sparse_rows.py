@@ -459,6 +459,12 @@ class RowTables:
         W, S, C = self.held_shape
         return (W, S, C) if W and lanes * S * C <= HELD_BUDGET else (0, 0, 0)
 
+    def held_lanes(self, most: int) -> int:
+        """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be):
+        the lane cap of the executors that pick their lanes (t2, t3's levels executor)."""
+        W, S, C = self.held_shape
+        return max(1, min(most, HELD_BUDGET // (S * C))) if W else most
+
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""
         parts = [matrices[i].data if at is None else matrices[i].data[at] for i, at in self.val_from]

@@ -54,12 +54,6 @@ def _rows_per_program(count: int) -> int:
     return 32 if count >= 8192 else 8
 
 
-def _held_rows(tables) -> int:
-    """Rows per program of a factor kernel that stay held (sparse_rows.RowTables.held)."""
-    W, S, C = tables.held_shape
-    return max(1, rows.HELD_BUDGET // (S * C)) if W else 64
-
-
 def _plan(problem, tables, device):
     """Launches (start, count, what, R, programs) over ITER, kernel 1's levels then kernel 2's,
     and ITER on the device."""
@@ -71,7 +65,7 @@ def _plan(problem, tables, device):
         order.append(by_level + offset)
         bounds = np.searchsorted(level[by_level], np.arange(int(level.max(initial=-1)) + 2))
         what = tables.factor if k == 0 else 0
-        most = _held_rows(tables) if k == 0 else 64
+        most = tables.held_lanes(64) if k == 0 else 64
         for a, b in zip(bounds[:-1], bounds[1:]):
             R = min(most, _rows_per_program(int(b - a)))
             launches.append((base + int(a), int(b - a), what, R, triton.cdiv(int(b - a), R)))

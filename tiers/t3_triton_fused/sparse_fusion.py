@@ -221,8 +221,7 @@ def _level_plan(schedule, tables, device):
     """Per level: (first partition, partitions, lanes, programs), and the schedule on the device.
     Held factor rows (sparse_rows.RowTables.held) take at most as many lanes as stay held."""
     lp = schedule.level_ptr
-    W, S, C = tables.held_shape
-    most = max(1, min(32, rows.HELD_BUDGET // (S * C))) if W else 32
+    most = tables.held_lanes(32)
     launches = []
     for s in range(schedule.levels()):
         P = int(lp[s + 1] - lp[s])
@@ -753,8 +752,6 @@ class Prepared:
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm = chain_steps, programs_per_sm
         self.tables, self.dev = rows.device_tables(problem, device)
-        if block_rows is None:          # the flag executor on a factor pair: by the rows' shape
-            block_rows = self.block_rows = factor_block_rows(self.tables)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
             self.plan = schedule.cached(("t3_levels", str(device)),
@@ -820,7 +817,9 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if executor is None:
         executor = executor_rule(like.device, schedule)
     if block_rows is None:
-        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)    # None: Prepared decides
+        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
+    if block_rows is None:              # the flag executor on a factor pair: by its rows' shape
+        block_rows = factor_block_rows(rows.device_tables(problem, like.device)[0])
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
