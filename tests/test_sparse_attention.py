@@ -9,6 +9,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import DEVICE
 from tests.helpers import dtypes_for, randn, to_tier
 from tiers import registry
 from tiers.acsr import ACSR
@@ -801,3 +802,54 @@ def test_flex_mask_mod_of_the_benchmark_is_the_pattern(pid, build, shape, Lk):
     pattern = build()
     i, j = torch.meshgrid(torch.arange(pattern.Lq), torch.arange(pattern.Lk), indexing="ij")
     assert np.array_equal(acsr_mask_mod(pattern)(0, 0, i, j).numpy(), pattern.to_mask())
+
+
+def test_short_classes_get_tiles_of_their_residues():
+    """A class whose residues hold at most half a tile of query rows gets a tile of their size."""
+    from tiers.t3_triton_fused.sparse_attention import _class_tiles
+
+    table = (64, 64, 4, 3)
+    assert _class_tiles(table, 128, 2048) == (16, 16, 2, 1)     # 16 rows a residue
+    assert _class_tiles(table, 128, 3000) == (32, 32, 2, 2)     # 24
+    assert _class_tiles(table, 128, 4096) == (32, 32, 2, 2)     # 32
+    assert _class_tiles(table, 128, 8192) == table              # 64: the table's tile fits
+    assert _class_tiles(table, 1, 100) == table
+    assert _class_tiles((64, 32, 4, 2), 64, 100) == (16, 16, 2, 1)
+
+
+def test_t3_with_short_class_tiles_matches_t0(monkeypatch):
+    """The strided class of strided(300, 8, 16) (19 rows a residue) on its own 32-row tiles, the
+    local class on 64-row tiles, against the definition."""
+    import tiers.t3_triton_fused.sparse_attention as t3
+
+    monkeypatch.setattr(t3, "_tiles", lambda head_block, dtype, backward: (64, 64, 4, 1))
+    pattern = ACSR.strided(300, 8, 16)
+    assert [t3._class_tiles((64, 64, 4, 1), c.sigma, 300) for c in t3._plan(pattern, DEVICE)[3]] == \
+        [(64, 64, 4, 1), (32, 32, 2, 2)]
+    rng = np.random.default_rng(zlib.crc32(b"short class"))
+    q, k, v = (randn(rng, 1, 2, 300, 16) for _ in range(3))
+    with torch.no_grad():
+        out = t3.sparse_attention(*(to_tier(x, "t3_triton_fused", "float32") for x in (q, k, v)), pattern)
+    ref = spec(q, k, v, pattern)
+    assert_close(out, ref, "float32")
+
+
+def test_floor_of_flops_and_bytes():
+    """The benchmark's floor: bytes decide a sparse pattern, FLOPs a dense one."""
+    from tiers.bench.sparse_attention import floor_ms
+
+    ceilings = {"gemm_fp16_tflops": 700.0, "copy_TBps": 3.0}
+    row = dict(B=4, H=16, L=8192, D=64, mode="fwd", nnz=8192 * 160)
+    assert floor_ms(row, ceilings) == pytest.approx(4 * 4 * 16 * 8192 * 64 * 2 / 3e9)
+    dense = dict(row, nnz=8192 * 8192)
+    assert floor_ms(dense, ceilings) == pytest.approx(4 * 4 * 16 * 64 * 8192 * 8192 / 700e9)
+    assert floor_ms(dict(row, mode="fwd_bwd"), ceilings) == pytest.approx(3 * floor_ms(row, ceilings))
+
+
+def test_strided_parts_split_the_pattern():
+    from tiers.bench.tune_sparse_attention import strided_parts
+
+    parts = strided_parts(300, 8, 16)
+    local, strided = parts["local"].to_mask(), parts["strided"].to_mask()
+    assert not (local & strided).any()
+    assert np.array_equal(local | strided, parts["full"].to_mask())

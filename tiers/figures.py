@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tiers.bench.common import DATA_DIR, load_rows
+from tiers.bench.sparse_attention import floor_ms
 
 FIG_DIR = DATA_DIR.parent
 STYLE = {  # provider: (label, color, marker)
@@ -285,10 +286,58 @@ def sparse_attention_speedup(data_dir=None):
         for i, p in enumerate(pats):
             any_row = next(r for r in rows if r["pattern"] == p)
             ax.hlines(any_row["flop_bound"], i - 0.45, i + 0.45, colors="k", linestyles="--", lw=1)
+            if (p, "sdpa_cudnn") in ms and (p, "t3_triton_fused") in ms:
+                t3 = ms[(p, "t3_triton_fused")]
+                ax.hlines(ms[(p, "sdpa_cudnn")]["ms"] / _floor(t3, header), i - 0.45, i + 0.45,
+                          colors="k", linestyles=":", lw=1.2)
         ax.axhline(1, color="gray", lw=0.8)
-        ax.set_title(f"D={D}, {'forward' if mode == 'fwd' else 'forward + backward'} (dashed: FLOP bound)", fontsize=8)
+        ax.set_title(f"D={D}, {'forward' if mode == 'fwd' else 'forward + backward'}\n"
+                     "(dashed: FLOP bound; dotted: floor of FLOPs and bytes)", fontsize=8)
         ax.legend(fontsize=6)
     fig.suptitle("SPLAT sparse attention, fp16 B=4 H=16 L=8192 — " + _title(header), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _floor(row, header):
+    """A row's floor of FLOPs and bytes: as recorded with the ceilings of its own run, else from
+    the file's ceilings (rows measured before the benchmark recorded it)."""
+    return row.get("floor_ms") or floor_ms(row, header["ceilings"])
+
+
+def sparse_attention_sweep(data_dir=None):
+    """Forward over L = 2K…16K (fp16, B4 H16): per pattern, t3's speedup over FlexAttention given
+    the same mask (top) and over dense cuDNN, with the floor of FLOPs and bytes dotted (bottom)."""
+    import matplotlib.pyplot as plt
+
+    header, rows = load_rows("sparse_attention", data_dir)
+    rows = [r for r in rows if r["mode"] == "fwd" and r["status"] == "ok"
+            and (r["suite"] == "sweep" or r["L"] == 8192)]
+    ms = {(r["pattern"], r["L"], r["D"], r["provider"]): r for r in rows}
+    dims = sorted({r["D"] for r in rows if r["suite"] == "sweep"})
+    pats = list(dict.fromkeys(r["pattern"] for r in rows))
+    colors = dict(zip(pats, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")))
+    fig, axes = plt.subplots(2, len(dims), figsize=(4.6 * len(dims), 6.4), squeeze=False, sharex=True)
+    for col, D in enumerate(dims):
+        for p in pats:
+            Ls = sorted(L for (q, L, d, prov) in ms if q == p and d == D and prov == "t3_triton_fused")
+            t3 = {L: ms[(p, L, D, "t3_triton_fused")] for L in Ls}
+            for ax, anchor in ((axes[0][col], "flex"), (axes[1][col], "sdpa_cudnn")):
+                xs = [L for L in Ls if (p, L, D, anchor) in ms]
+                ax.plot(xs, [ms[(p, L, D, anchor)]["ms"] / t3[L]["ms"] for L in xs], "o-", color=colors[p], label=p)
+                if anchor == "sdpa_cudnn":
+                    ax.plot(xs, [ms[(p, L, D, anchor)]["ms"] / _floor(t3[L], header) for L in xs], ":",
+                            color=colors[p], lw=1.2)
+        axes[0][col].set_title(f"D={D}: t3 over FlexAttention (same mask)", fontsize=8)
+        axes[1][col].set_title(f"D={D}: t3 over dense cuDNN (dotted: floor of FLOPs and bytes)", fontsize=8)
+        for ax in axes[:, col]:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.axhline(1, color="gray", lw=0.8)
+            ax.set_ylabel("speedup", fontsize=8)
+        axes[1][col].set_xlabel("sequence length L", fontsize=8)
+        axes[0][col].legend(fontsize=6)
+    fig.suptitle("SPLAT sparse attention over L, forward fp16 B=4 H=16 — " + _title(header), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -452,7 +501,7 @@ def draw_schedule(schedule, ax=None, labels=None, title=None):
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
            "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,
-           "sparse_attention_metadata": sparse_attention_metadata, "sparse_fusion_speedup": sparse_fusion_speedup}
+           "sparse_attention_sweep": sparse_attention_sweep, "sparse_attention_metadata": sparse_attention_metadata, "sparse_fusion_speedup": sparse_fusion_speedup}
 
 
 def recorded(data_dir=None) -> list[str]:

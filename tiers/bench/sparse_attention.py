@@ -5,9 +5,13 @@ Patterns (tiers/acsr.py), as in the issue's H100 anchors at L = 8192:
   dilated   dilated_window(L, 512, 4)       Longformer  global_local(L, 512, 64)
   strided   strided(L, local=128, stride=128)   blocked  blocked(L, 256)
 Suites: `main` — L = 8192, D 64 and 128, forward and forward+backward, every provider;
-`sweep` — forward over L = 2K…16K at D = 64 (t2, t3, Flex, cuDNN).
+`sweep` — forward at L = 2K, 4K and 16K, D 64 and 128, every provider.
 Useful FLOPs count allowed pairs only: 4·B·H·D·nnz (3.5× for forward+backward); the FLOP bound
-of a pattern over dense attention is L² / nnz.
+of a pattern over dense attention is L² / nnz. A kernel must also move its tensors at least once
+(q, k, v read and O written: 4·B·H·L·D elements; the backward reads q, k, v, O and dO again and
+writes three gradients: 12 in all for forward+backward), so each row also holds `floor_ms`, the larger of
+the useful FLOPs at the measured fp16 GEMM rate and those bytes at the measured copy bandwidth —
+what no kernel of that row can beat on this GPU.
 """
 from __future__ import annotations
 
@@ -23,7 +27,6 @@ PATTERNS = {
     "blocked_256": ("blocked", dict(block=256)),
 }
 PROVIDERS = ("t3_triton_fused", "flex", "sdpa_cudnn", "sdpa_flash", "t2_triton_unfused", "t1_torch")
-SWEEP_PROVIDERS = ("t3_triton_fused", "flex", "sdpa_cudnn", "t2_triton_unfused")
 # t2 has no backward; t1's (gathered keys, recomputed per chunk) takes seconds a call at L = 8192
 FORWARD_ONLY = {"t2_triton_unfused", "t1_torch"}
 B, H = 4, 16
@@ -74,8 +77,8 @@ def todo(suites):
                  for mode in ("fwd", "fwd_bwd") for prov in PROVIDERS
                  if not (mode == "fwd_bwd" and prov in FORWARD_ONLY)]
     if "sweep" in suites:
-        jobs += [("sweep", name, L, 64, "fwd", prov) for name in PATTERNS for L in (2048, 4096, 16384)
-                 for prov in SWEEP_PROVIDERS]
+        jobs += [("sweep", name, L, D, "fwd", prov) for D in (64, 128) for name in PATTERNS
+                 for L in (2048, 4096, 16384) for prov in PROVIDERS]
     return jobs
 
 
@@ -118,6 +121,7 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
         # rows of several device calls may share a file (--append): each says when it was measured
         row["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         row["useful_tflops"] = 4 * B * H * D * st["nnz"] * (3.5 if mode == "fwd_bwd" else 1.0) / row["ms"] / 1e9
+        row["floor_ms"] = floor_ms(row, ceilings)
         if rep == 0 and mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
             if (name, L) not in masks:
                 masks[(name, L)] = flex_mask(p)
@@ -133,6 +137,17 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
     return env, ceilings, list(rows.values()), paths
 
 
+def floor_ms(row, ceilings) -> float:
+    """The least time any kernel needs for `row`'s case on the GPU whose `ceilings` were measured:
+    its useful FLOPs at the fp16 GEMM rate or its compulsory bytes at the copy bandwidth, whichever
+    is longer (module docstring)."""
+    B_, H_, L, D = row["B"], row["H"], row["L"], row["D"]
+    fwd_bwd = row["mode"] == "fwd_bwd"
+    flops = 4 * B_ * H_ * D * row["nnz"] * (3.5 if fwd_bwd else 1.0)
+    bytes_ = (12 if fwd_bwd else 4) * B_ * H_ * L * D * 2
+    return max(flops / (ceilings["gemm_fp16_tflops"] * 1e9), bytes_ / (ceilings["copy_TBps"] * 1e9))
+
+
 def summary(rows) -> str:
     by = {}
     for r in rows:
@@ -142,6 +157,8 @@ def summary(rows) -> str:
         base = cells.get("sdpa_cudnn", {}).get("ms", math.nan)
         parts = [f"{p}: {c['ms']:.3f} ms ({base / c['ms']:.2f}x, {c['useful_tflops']:.0f} TF/s)"
                  if c["status"] == "ok" else f"{p}: {c['status'][:30]}" for p, c in cells.items()]
-        bound = next(iter(cells.values()))["flop_bound"]
-        lines.append(f"{suite:5} {name:20} L={L:<5} D={D:<3} {mode:7} bound {bound:5.1f}x | " + " | ".join(parts))
+        first = next(iter(cells.values()))
+        floor = f", floor {base / first['floor_ms']:5.1f}x" if "floor_ms" in first else ""
+        lines.append(f"{suite:5} {name:20} L={L:<5} D={D:<3} {mode:7} bound {first['flop_bound']:5.1f}x{floor} | "
+                     + " | ".join(parts))
     return "\n".join(lines)

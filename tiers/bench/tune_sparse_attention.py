@@ -5,6 +5,7 @@ tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
         [--dq-configs "BM,BN,W,S;..."] [--kv-configs "..."] [--reps N]
     python -m tiers.bench.tune_sparse_attention --blocks [--head-dims D]
     python -m tiers.bench.tune_sparse_attention --small-blocks [--head-dims D] [--block-sizes B] [--reps N]
+    python -m tiers.bench.tune_sparse_attention --classes [--lengths L] [--head-dims D] [--fwd-configs C]
 
 Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
 "flex"), so a candidate tile can be read against the anchor it has to beat. `--blocks` times
@@ -13,6 +14,8 @@ beside Flex: the measurement behind t3's _DENSE_VIEW_MIN. `--small-blocks` times
 on each way t3 can run small diagonal blocks — forward: the block kernel for each tile of
 SMALL_FWD or the general kernel; backward: one-pass or split block kernels for each plan of
 SMALL_BWD or the general kernels — beside Flex: the measurement behind _BLOCKS_FWD and _BLOCKS_BWD.
+`--classes` times the local and the strided class of strided(L, 128, 128) as patterns of their
+own, the strided one under each tile of CLASS_FWD: the measurement behind _class_tiles.
 (The sparse_tune_one_pass files of 2026-11-25 come from this sweep's predecessor, which timed the
 one-pass backward alone, after the general forward.)
 """
@@ -164,6 +167,52 @@ def run_small_blocks(out_dir=None, L=8192, head_dims=(64, 128), block_sizes=(256
     return paths
 
 
+# --classes: forward tiles for the strided class of strided(L, 128, 128), whose residues hold L/128
+# query rows each (16 at L = 2048): the measurement behind t3's _class_tiles
+CLASS_FWD = [(16, 16, 2, 1), (16, 32, 2, 1), (32, 32, 2, 1), (32, 32, 2, 2), (32, 32, 4, 1), (32, 64, 4, 1),
+             (64, 32, 4, 1), (64, 64, 4, 2), (64, 64, 4, 3)]
+
+
+def strided_parts(L, local=128, stride=128):
+    """strided(L, local, stride) and its two classes as patterns of their own: the local band and
+    the strided part (the segments of ACSR.strided, one each)."""
+    from tiers.acsr import ACSR
+
+    full = ACSR.strided(L, local, stride)
+    return {"full": full, **{part: ACSR.from_groups(L, L, [(0, L, [tuple(int(x) for x in seg)])])
+                             for part, seg in zip(("local", "strided"), full.groups()[0].segments)}}
+
+
+def run_classes(out_dir=None, lengths=(2048, 3000, 4096, 8192, 16384), head_dims=(64, 128), configs=None, reps=1):
+    """Each part of strided(L, 128, 128) (strided_parts) with t3's own tiles ("auto"), and the
+    strided part with each tile of CLASS_FWD forced on it; interleaved `reps` times."""
+    import torch
+
+    from tiers.bench.sparse_attention import _call, flex_mask
+    from tiers.t3_triton_fused import sparse_attention as t3
+
+    add = _recorder("sparse_tune_short_class", out_dir)
+    auto = t3._class_tiles
+    try:
+        for D in head_dims:
+            for L in lengths:
+                parts = strided_parts(L)
+                inputs = [torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3)]
+                cases = [(part, None) for part in parts] + [("strided", cfg) for cfg in configs or CLASS_FWD]
+                flex = {part: _call("flex", p, flex_mask(p)) for part, p in parts.items()}
+                for rep in range(reps):
+                    for part, cfg in cases:
+                        t3._class_tiles = auto if cfg is None else (lambda tiles, sigma, Lq, cfg=cfg: cfg)
+                        p = parts[part]
+                        row = dict(part=part, L=L, D=D, tiles=str(cfg or "auto"), rep=rep,
+                                   **_timed(lambda a, b, c, p=p: t3.sparse_attention(a, b, c, p), flex[part], inputs,
+                                            "fwd", rep == 0))
+                        paths = add(row)
+    finally:
+        t3._class_tiles = auto
+    return paths
+
+
 def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None, dq_configs=None, kv_configs=None,
         reps=1):
     import torch
@@ -214,6 +263,10 @@ def main(argv=None):
     a.add_argument("--blocks", action="store_true", help="blocked patterns: general kernels vs dense attention over a view")
     a.add_argument("--small-blocks", action="store_true", help="blocked patterns: tiles and plans of the block kernels")
     a.add_argument("--block-sizes", default="256", help="--small-blocks: comma list of block sizes")
+    a.add_argument("--classes", action="store_true",
+                   help="strided(L, 128, 128): its two classes alone, the strided one under each tile of CLASS_FWD")
+    a.add_argument("--lengths", default="2048,3000,4096,8192,16384", help="--classes: comma list of L")
+    a.add_argument("--fwd-configs", default=None, help='--classes: tiles "BM,BN,warps,stages;..." (default CLASS_FWD)')
     a.add_argument("--patterns", default=None, help="comma list (default: every benchmark pattern)")
     a.add_argument("--head-dims", default="64,128")
     a.add_argument("--dq-configs", default=None, help='backward dQ tiles "BM,BN,warps,stages;..." (default BWD_DQ)')
@@ -224,6 +277,10 @@ def main(argv=None):
     def configs(text):
         return [tuple(int(x) for x in c.split(",")) for c in text.split(";")] if text else None
 
+    if args.classes:
+        print(*run_classes(args.out, tuple(int(x) for x in args.lengths.split(",")),
+                           tuple(int(x) for x in args.head_dims.split(",")), configs(args.fwd_configs), args.reps))
+        return
     if args.small_blocks:
         print(*run_small_blocks(args.out, head_dims=tuple(int(x) for x in args.head_dims.split(",")),
                             block_sizes=tuple(int(x) for x in args.block_sizes.split(",")), reps=args.reps))
