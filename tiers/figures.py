@@ -501,7 +501,8 @@ def draw_schedule(schedule, ax=None, labels=None, title=None):
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
            "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,
-           "sparse_attention_sweep": sparse_attention_sweep, "sparse_attention_metadata": sparse_attention_metadata, "sparse_fusion_speedup": sparse_fusion_speedup}
+           "sparse_attention_sweep": sparse_attention_sweep, "sparse_attention_metadata": sparse_attention_metadata,
+           "sparse_fusion_speedup": sparse_fusion_speedup}
 
 
 def recorded(data_dir=None) -> list[str]:
