@@ -853,3 +853,14 @@ def test_strided_parts_split_the_pattern():
     local, strided = parts["local"].to_mask(), parts["strided"].to_mask()
     assert not (local & strided).any()
     assert np.array_equal(local | strided, parts["full"].to_mask())
+
+
+@pytest.mark.parametrize("name", ["dilated_w512_d4", "strided_l128_s128", "longformer_w512_g64", "blocked_256"])
+def test_definition_mask_mod_of_the_benchmark_is_the_pattern(name):
+    """The hand-written FlexAttention mask of each benchmark pattern (the fast anchor) is exactly
+    the pattern, at a length where every part of it (edges, globals, several blocks) shows."""
+    from tiers.bench.sparse_attention import definition_mask_mod, pattern
+
+    p = pattern(name, 1500)
+    i, j = torch.meshgrid(torch.arange(p.Lq), torch.arange(p.Lk), indexing="ij")
+    assert np.array_equal(definition_mask_mod(name)(0, 0, i, j).numpy(), p.to_mask())
