@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tiers.bench.common import DATA_DIR, load_rows
-from tiers.bench.sparse_attention import floor_ms
+from tiers.bench.sparse_attention import recorded_floor_ms
 
 FIG_DIR = DATA_DIR.parent
 STYLE = {  # provider: (label, color, marker)
@@ -288,8 +288,8 @@ def sparse_attention_speedup(data_dir=None):
             ax.hlines(any_row["flop_bound"], i - 0.45, i + 0.45, colors="k", linestyles="--", lw=1)
             if (p, "sdpa_cudnn") in ms and (p, "t3_triton_fused") in ms:
                 t3 = ms[(p, "t3_triton_fused")]
-                ax.hlines(ms[(p, "sdpa_cudnn")]["ms"] / _floor(t3, header), i - 0.45, i + 0.45,
-                          colors="k", linestyles=":", lw=1.2)
+                floor = recorded_floor_ms(t3, header["ceilings"])
+                ax.hlines(ms[(p, "sdpa_cudnn")]["ms"] / floor, i - 0.45, i + 0.45, colors="k", linestyles=":", lw=1.2)
         ax.axhline(1, color="gray", lw=0.8)
         ax.set_title(f"D={D}, {'forward' if mode == 'fwd' else 'forward + backward'}\n"
                      "(dashed: FLOP bound; dotted: floor of FLOPs and bytes)", fontsize=8)
@@ -297,12 +297,6 @@ def sparse_attention_speedup(data_dir=None):
     fig.suptitle("SPLAT sparse attention, fp16 B=4 H=16 L=8192 — " + _title(header), fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def _floor(row, header):
-    """A row's floor of FLOPs and bytes: as recorded with the ceilings of its own run, else from
-    the file's ceilings (rows measured before the benchmark recorded it)."""
-    return row.get("floor_ms") or floor_ms(row, header["ceilings"])
 
 
 def sparse_attention_sweep(data_dir=None):
@@ -326,7 +320,8 @@ def sparse_attention_sweep(data_dir=None):
                 xs = [L for L in Ls if (p, L, D, anchor) in ms]
                 ax.plot(xs, [ms[(p, L, D, anchor)]["ms"] / t3[L]["ms"] for L in xs], "o-", color=colors[p], label=p)
                 if anchor == "sdpa_cudnn":
-                    ax.plot(xs, [ms[(p, L, D, anchor)]["ms"] / _floor(t3[L], header) for L in xs], ":",
+                    floors = [recorded_floor_ms(t3[L], header["ceilings"]) for L in xs]
+                    ax.plot(xs, [ms[(p, L, D, anchor)]["ms"] / f for L, f in zip(xs, floors)], ":",
                             color=colors[p], lw=1.2)
         axes[0][col].set_title(f"D={D}: t3 over FlexAttention (same mask)", fontsize=8)
         axes[1][col].set_title(f"D={D}: t3 over dense cuDNN (dotted: floor of FLOPs and bytes)", fontsize=8)

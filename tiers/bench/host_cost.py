@@ -71,7 +71,7 @@ def run(out_dir=None):
     for name, L in CASES:
         p = bsa.pattern(name, L)
         q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16) for _ in range(3))
-        calls = {"t3": bsa._call("t3_triton_fused", p, None), "flex": bsa._call("flex", p, bsa.flex_mask(p))}
+        calls = {"t3": bsa._call("t3_triton_fused", p, None), "flex": bsa._call("flex", p, bsa.flex_mask(p, bsa.definition_mask_mod(name)))}
         row = {"pattern": name, "L": L, "B": B, "H": H, "D": D, "dtype": "float16"}
         with torch.no_grad():
             ref = calls["flex"](q, k, v).float()

@@ -175,6 +175,12 @@ def floor_ms(row, ceilings) -> float:
     return max(flops / (ceilings["gemm_fp16_tflops"] * 1e9), bytes_ / (ceilings["copy_TBps"] * 1e9))
 
 
+def recorded_floor_ms(row, ceilings) -> float:
+    """A recorded row's floor: as the row holds it (from the ceilings of its own run), else from
+    `ceilings` (rows measured before the benchmark recorded floors)."""
+    return row.get("floor_ms") or floor_ms(row, ceilings)
+
+
 def summary(rows) -> str:
     by = {}
     for r in rows:

@@ -8,7 +8,9 @@ tile tables of tiers/t3_triton_fused/sparse_attention.py, not a result).
     python -m tiers.bench.tune_sparse_attention --classes [--lengths L] [--head-dims D] [--fwd-configs C]
 
 Each (pattern, head dim) also times FlexAttention on the same mask in the same run (kernel
-"flex"), so a candidate tile can be read against the anchor it has to beat. `--blocks` times
+"flex"; the benchmark's mask written from the pattern's definition, where the pattern is one of
+the benchmark's, else the mask read from its segments, which on blocked patterns is as fast), so a
+candidate tile can be read against the anchor it has to beat. `--blocks` times
 blocked(8192, b) for b = 64…1024 on the general kernels and as dense attention over a view,
 beside Flex: the measurement behind t3's _DENSE_VIEW_MIN. `--small-blocks` times blocked(8192, b)
 on each way t3 can run small diagonal blocks — forward: the block kernel for each tile of
@@ -217,7 +219,7 @@ def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None
         reps=1):
     import torch
 
-    from tiers.bench.sparse_attention import _call, flex_mask
+    from tiers.bench.sparse_attention import _call, definition_mask_mod, flex_mask
     from tiers.t3_triton_fused import sparse_attention as t3
 
     env, rows = environment(), []
@@ -241,7 +243,7 @@ def run(out_dir=None, backward=False, L=8192, head_dims=(64, 128), patterns=None
             else:
                 cases = [("fwd", cfg, cfg) for cfg in FWD]
             mode = "fwd_bwd" if backward else "fwd"
-            flex = _call("flex", p, flex_mask(p))
+            flex = _call("flex", p, flex_mask(p, definition_mask_mod(name)))
             for rep in range(reps):     # interleaved: timings on the lent GPU drift between minutes
                 for kernel, entry, cfg in cases:
                     table[block_d] = entry

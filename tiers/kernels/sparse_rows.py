@@ -457,11 +457,19 @@ class RowTables:
         W, S, C = self.held_shape
         return (W, S, C) if W and lanes * S * C <= HELD_BUDGET else (0, 0, 0)
 
-    def held_lanes(self, most: int) -> int:
-        """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be):
-        the lane cap of the executors that pick their lanes (t2, t3's levels executor)."""
+    def held_lanes(self, most: int, step_work: int | None = None) -> int:
+        """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be),
+        and with `step_work` at most as many as keep a held step's one-hot work, lanes · C · W
+        ([R, C, W] in held_finish), within it (one warp does that work element by element): the
+        lane cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag
+        executor with its FACTOR_STEP_WORK)."""
         W, S, C = self.held_shape
-        return max(1, min(most, HELD_BUDGET // (S * C))) if W else most
+        if not W:
+            return most
+        cap = HELD_BUDGET // (S * C)
+        if step_work is not None:
+            cap = min(cap, step_work // (C * W))
+        return max(1, min(most, cap))
 
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""

@@ -731,7 +731,7 @@ def _class_tiles(tiles, sigma, Lq):
     rows = -(-Lq // sigma)
     if rows > tiles[0] // 2:
         return tiles
-    bm = max(16, 1 << (rows - 1).bit_length())
+    bm = block_d(rows)          # the same padding: a power of two, at least tl.dot's 16
     return (bm, bm, 2, 1 if bm == 16 else 2)
 
 

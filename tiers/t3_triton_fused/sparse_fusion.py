@@ -164,12 +164,10 @@ fewer, larger programs, which the interpreter executes faster."""
 
 
 def factor_block_rows(tables) -> int:
-    """The flag executor's default R for a factor pair with these RowTables (FACTOR_STEP_WORK)."""
-    W, _, C = tables.held_shape
-    R = FACTOR_BLOCK_ROWS
-    while W and R > 1 and R * C * W > FACTOR_STEP_WORK:
-        R //= 2
-    return R
+    """The flag executor's default R for a factor pair with these RowTables: the held lanes
+    within FACTOR_BLOCK_ROWS and FACTOR_STEP_WORK, down to a power of two."""
+    R = tables.held_lanes(FACTOR_BLOCK_ROWS, FACTOR_STEP_WORK)
+    return 1 << (R.bit_length() - 1)
 
 
 def executors_for(pair: str) -> tuple:
