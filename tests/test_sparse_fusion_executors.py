@@ -193,11 +193,17 @@ def test_persistent_programs(executor, per_sm):
                "float64", f"{executor} P={per_sm} {pair}")
 
 
-@pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4)])
+@pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4), (128, 1)])
 @pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
 def test_syncfree_block_sizes(block_rows, num_warps, executor):
     """Any block size gives the same numbers: one iteration per block (the longest chain of
-    tickets), or blocks wider than a whole level."""
+    tickets), or blocks wider than a whole level. The dataflow executor runs one warp, and says
+    so when asked for more."""
+    if executor in t3.ONE_WARP and num_warps != 1:
+        mats, b = _problem("sptrsv_sptrsv")
+        with pytest.raises(ValueError, match=f"executor '{executor}' runs one warp per program .*num_warps={num_warps}"):
+            t3.prepare("sptrsv_sptrsv", *mats, like=_vector(b, "float64"), executor=executor, num_warps=num_warps)
+        return
     for pair in ("sptrsv_sptrsv", "spilu0_sptrsv")[:2 if executor == "syncfree" else 1]:
         mats, b = _problem(pair)
         run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "sparse_fusion"),

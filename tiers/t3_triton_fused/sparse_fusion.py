@@ -54,7 +54,10 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   (2026-11-25, float64, wavefront schedule, figures/data/persistent_*_sparse_fusion_*): 16 per
   SM against one per block, 2D Poisson 1000² 1.63 / 1.92 / 3.19 vs 1.74 / 1.95 / 3.41 ms
   (sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv), 27-point 0.67 / 0.76 / 1.36 vs 0.83 / 0.92 / 2.04,
-  the power-law sptrsv_spmv 7 % slower; 8 and 32 per SM slower than 16. Without persistent
+  the power-law sptrsv_spmv 7 % slower; 8 and 32 per SM slower than 16. On the power-law
+  graph alone 32 per SM was faster, sptrsv_spmv / spmv_sptrsv 1.08 / 0.83 against 1.20 / 0.95 ms
+  (2026-11-26, figures/data/levels_probe_sparse_fusion_*); the default stays 16, which the grids
+  were measured with. Without persistent
   programs a 100 ns nap between polls had paid; with them, polling without a nap is faster on
   2D (1.47 / 1.75 / 2.84 vs 1.63 / 1.92 / 3.18 ms, figures/data/nap_tickets_sparse_fusion_*),
   within 1 % on 3D and the power-law graph, 6 % slower on 27-point sptrsv_sptrsv.
@@ -136,6 +139,15 @@ CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) a
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
+ONE_WARP = ("dataflow", "chains", "segments")
+"""Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
+still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
+H100 hit an illegal memory access: the dataflow executor at R = 8 with 2 warps on the 27-point
+spmv_sptrsv, alone in its process, and on the power-law spmv_sptrsv after other runs; the same
+options on the power-law graph alone, and R = 4 with 2 warps, ran right (2026-11-26,
+figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warps were never
+faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
+so these executors take one."""
 TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
@@ -159,8 +171,12 @@ otherwise a sync-free executor: "dataflow" where the pair allows it, else "syncf
 on an H100 (figures/data/sparse_fusion_*): the flag executor was 5–14× faster than one launch
 per level on every pair, schedule and matrix run (1M-row 2D and 3D Poisson; 299 to 3998
 levels), and the dataflow executor 1.9–2.2× faster than the flag executor on the 2D Poisson
-pairs it can run; shallower DAGs were not measured. In the interpreter the level executor runs
-fewer, larger programs, which the interpreter executes faster."""
+pairs it can run. On the shallowest DAG measured, the power-law graph's 56 levels (2026-11-26,
+figures/data/levels_probe_sparse_fusion_*), one launch per level took 1.97 / 2.43 ms on sptrsv_spmv /
+spmv_sptrsv against the dataflow executor's 1.20 / 0.95: the launches are host-bound. Captured in a
+CUDA graph (which `prepare` does not do) they took 1.37 / 0.78 ms: spmv_sptrsv's 1M independent
+SpMV rows go faster as one wide launch, the solve does not. In the interpreter the level
+executor runs fewer, larger programs, which the interpreter executes faster."""
 
 
 def factor_block_rows(tables) -> int:
@@ -783,8 +799,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
     see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
     power of two up to 128; None: tuning_defaults of the executor and pair, or for a factor pair
-    on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8; the level
-    executor uses it too); nap_ns, the dataflow, chain and segment executors' sleep between polls
+    on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8 for the flag
+    and level executors; 1 for the ONE_WARP executors); nap_ns, the dataflow, chain and segment executors' sleep between polls
     (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
     executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
     the dataflow, chain and segment executors, 0 for one program per block or the number of
@@ -814,6 +830,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
         executor = executor_rule(like.device, schedule)
+    if executor in ONE_WARP and num_warps != 1:
+        raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if block_rows is None:
         block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
     if block_rows is None:              # the flag executor on a factor pair: by its rows' shape
