@@ -629,6 +629,26 @@ def test_held_shape_and_budget():
     assert rows.row_tables("spic0_sptrsv", sp.csr_matrix(A)).held_shape != (0, 0, 0)   # tril rows are ≤ 2 wide
 
 
+def test_held_work_bound(monkeypatch):
+    """Rows whose held steps would go through more than HELD_WORK values (S · C · W) walk in memory
+    instead, in blocks still capped by the flag executor's step work, and give t0's factor."""
+    A = matrix("poisson3d_27", 27, 3)
+    W, S, C = rows.row_tables("spic0_sptrsv", A).held_shape
+    assert S * C * W <= rows.HELD_WORK
+    monkeypatch.setattr(rows, "HELD_WORK", S * C * W - 1)
+    monkeypatch.setattr(rows, "_PATTERNS", {})          # no tables cached under the old bound
+    tables = rows.row_tables("spic0_sptrsv", A)
+    assert tables.held_shape == (0, 0, 0) and tables.held(1) == (0, 0, 0)
+    b = np.random.default_rng(5).standard_normal(A.shape[0])
+    v = _vector(b, "float64")
+    run = t3.prepare("spic0_sptrsv", A, like=v, executor="syncfree")
+    assert run.tables.held(run.block_rows) == (0, 0, 0)
+    assert run.block_rows == t3.factor_block_rows(run.tables) < t3.FACTOR_BLOCK_ROWS   # the step-work cap still holds
+    out = run(v)
+    _check(out, _reference("spic0_sptrsv", (A,), b, "float64", ("held_work", 27)), "spic0_sptrsv", (A,), "float64",
+           "walked rows past HELD_WORK")
+
+
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 @pytest.mark.parametrize("runner", ["t2", "levels", "syncfree"])
 def test_held_rows_match_the_walk_and_t0(pair, runner, monkeypatch):

@@ -42,6 +42,14 @@ from tiers.validation import check_factor_pivots
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 HELD_WIDTH = 64                  # factor rows of at most this many entries are held (held_fetch)
+HELD_WORK = 16384
+"""Steps · pairs · entries (S · C · W) of a held row at most: a held step picks its pairs out of
+registers by one-hot sums over [C, W], S times a row, so past some size the walk in memory is
+faster. Measured on the H100 (2026-11-26, figures/data/walk_vs_held_sparse_fusion_*, 27-point grid
+64³, flag executor, R = 1): natural order, held against walked, ILU(0) (S · C · W = 8192) 4.92
+against 14.0 ms, IC(0) (4096) 6.90 against 13.7; after RCM, ILU(0) (16384) 11.5 against 29.7,
+IC(0) (32 steps of up to 32 pairs over 32 entries: 32768) 38.1 against 29.6. The bound lies
+between the last two; no shape in between was measured."""
 HELD_BUDGET = 1024               # lanes · steps · pairs a program may prefetch (RowTables.held)
 
 
@@ -443,7 +451,15 @@ class RowTables:
     def held_shape(self) -> tuple:
         """(W, S, C) of held_fetch for this pair's factor rows: powers of two at least the longest
         row, the most steps of a row and the most update pairs of a step; (0, 0, 0) without
-        factor rows or when some row has more than HELD_WIDTH entries."""
+        factor rows, when some row has more than HELD_WIDTH entries, or when S · C · W passes
+        HELD_WORK."""
+        W, S, C = self.row_shape
+        return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
+
+    @functools.cached_property
+    def row_shape(self) -> tuple:
+        """held_shape before the HELD_WORK bound: (W, S, C) of rows of at most HELD_WIDTH entries,
+        else (0, 0, 0)."""
         if not self.factor or np.diff(self.fac_ptr).max(initial=0) > HELD_WIDTH:
             return 0, 0, 0
         steps = np.diff(self.ent_ptr[:self.n1 + 1])
@@ -462,10 +478,15 @@ class RowTables:
         and with `step_work` at most as many as keep a held step's one-hot work, lanes · C · W
         ([R, C, W] in held_finish), within it (one warp does that work element by element): the
         lane cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag
-        executor with its FACTOR_STEP_WORK)."""
+        executor with its FACTOR_STEP_WORK). Rows that HELD_WORK sends to the walk keep the
+        `step_work` cap on their row_shape: on the 27-point grid after RCM, IC(0) walked took 29.6 ms
+        at R = 1 against 48.3 at R = 4 (figures/data/walk_vs_held_sparse_fusion_*)."""
         W, S, C = self.held_shape
         if not W:
-            return most
+            W, S, C = self.row_shape
+            if not W or step_work is None:
+                return most
+            return max(1, min(most, step_work // (C * W)))
         cap = HELD_BUDGET // (S * C)
         if step_work is not None:
             cap = min(cap, step_work // (C * W))
