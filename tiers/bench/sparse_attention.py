@@ -87,6 +87,15 @@ def flex_mask(p, mask_mod=None):
     return create_block_mask(mask_mod or acsr_mask_mod(p), None, None, p.Lq, p.Lk, device="cuda", _compile=True)
 
 
+def _block_mask(cache, name, p, kind):
+    """FlexAttention's block mask of benchmark pattern `name` (instance p), built once per
+    (name, L, kind): "flex" from definition_mask_mod, "flex_acsr" from the segments."""
+    key = (name, p.Lq, kind)
+    if key not in cache:
+        cache[key] = flex_mask(p, definition_mask_mod(name) if kind == "flex" else None)
+    return cache[key]
+
+
 def _call(prov, p, block_mask):
     if prov in ("t1_torch", "t2_triton_unfused", "t3_triton_fused"):
         from tiers import registry
@@ -129,13 +138,9 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
         bar.set_postfix_str(f"{name} L={L} D={D} {prov} {mode} rep {rep}")
         p = pats.setdefault((name, L), pattern(name, L))
         st = p.stats()
-        if prov == "flex" and (name, L, prov) not in masks:
-            masks[(name, L, prov)] = flex_mask(p, definition_mask_mod(name))
-        if prov == "flex_acsr" and (name, L, prov) not in masks:
-            masks[(name, L, prov)] = flex_mask(p)
         g = torch.Generator(device="cuda").manual_seed(L + D)
         q, k, v = (torch.randn(B, H, L, D, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
-        call = _call(prov, p, masks.get((name, L, prov)))
+        call = _call(prov, p, _block_mask(masks, name, p, prov) if prov in ("flex", "flex_acsr") else None)
         res = measure(call, [q, k, v], mode)
         if job not in rows:
             rows[job] = dict(suite=suite, pattern=name, L=L, B=B, H=H, D=D, dtype="float16", mode=mode, provider=prov,
@@ -150,11 +155,9 @@ def run(suites=("main",), out_dir=None, progress=True, append=False, patterns=No
         row["useful_tflops"] = 4 * B * H * D * st["nnz"] * (3.5 if mode == "fwd_bwd" else 1.0) / row["ms"] / 1e9
         row["floor_ms"] = floor_ms(row, ceilings)
         if rep == 0 and mode == "fwd" and prov == "t3_triton_fused" and row["status"] == "ok":
-            if (name, L, "flex") not in masks:
-                masks[(name, L, "flex")] = flex_mask(p, definition_mask_mod(name))
             with torch.no_grad():
                 ours = call(q, k, v).float()
-                ref = _call("flex", p, masks[(name, L, "flex")])(q, k, v).float()
+                ref = _call("flex", p, _block_mask(masks, name, p, "flex"))(q, k, v).float()
             row["rel_err_vs_flex"] = float((ours - ref).norm() / ref.norm())
         q = k = v = None
         torch.cuda.empty_cache()

@@ -475,22 +475,21 @@ class RowTables:
 
     def held_lanes(self, most: int, step_work: int | None = None) -> int:
         """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be),
-        and with `step_work` at most as many as keep a held step's one-hot work, lanes · C · W
-        ([R, C, W] in held_finish), within it (one warp does that work element by element): the
-        lane cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag
-        executor with its FACTOR_STEP_WORK). Rows that HELD_WORK sends to the walk keep the
-        `step_work` cap on their row_shape: on the 27-point grid after RCM, IC(0) walked took 29.6 ms
-        at R = 1 against 48.3 at R = 4 (figures/data/walk_vs_held_sparse_fusion_*)."""
+        and with `step_work` at most as many as keep lanes · C · W (one step's pairs over the row,
+        [R, C, W] in held_finish) within it, for held rows and for rows that HELD_WORK sends to
+        the walk alike (their row_shape): one warp does that work element by element. The lane
+        cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag executor
+        with its FACTOR_STEP_WORK). Walked rows keep the cap because it measured so: on the
+        27-point grid after RCM, IC(0) walked took 29.6 ms at R = 1 against 48.3 at R = 4
+        (figures/data/walk_vs_held_sparse_fusion_*)."""
+        cap = most
         W, S, C = self.held_shape
-        if not W:
-            W, S, C = self.row_shape
-            if not W or step_work is None:
-                return most
-            return max(1, min(most, step_work // (C * W)))
-        cap = HELD_BUDGET // (S * C)
-        if step_work is not None:
+        if W:
+            cap = min(cap, HELD_BUDGET // (S * C))
+        W, S, C = self.row_shape
+        if W and step_work is not None:
             cap = min(cap, step_work // (C * W))
-        return max(1, min(most, cap))
+        return max(1, cap)
 
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""
