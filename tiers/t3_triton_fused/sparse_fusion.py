@@ -89,6 +89,12 @@ block DAG shallower (1016 levels at S = 64 against the joint DAG's 2000). One li
 profiled: every program has next_pow2(max(S, R)) lanes, also the 250 000 blocks of four single
 SpMV rows, so wider pieces leave fewer programs resident. executor=None never picks it.
 
+Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, README): one
+program walking K chains side by side, level by level, with the last steps' outputs in registers
+(tl.gather) so that a dependence inside the bundle is a shuffle, not an L2 round trip. Right, but
+a bundle step cost about 1.3 µs on the H100 whatever K, and 2D Poisson sptrsv_spmv took 2.73 ms
+against the dataflow executor's 1.46 (3D spmv_sptrsv the one win, 0.654 vs 0.723).
+
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
 validation, tables, the upload of the matrices' values — and returns a callable that only
