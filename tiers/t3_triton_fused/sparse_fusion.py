@@ -92,7 +92,8 @@ SpMV rows, so wider pieces leave fewer programs resident. executor=None never pi
 Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, README): one
 program walking K chains side by side, level by level, with the last steps' outputs in registers
 (tl.gather) so that a dependence inside the bundle is a shuffle, not an L2 round trip. Right, but
-a bundle step cost about 1.3 µs on the H100 whatever K, and 2D Poisson sptrsv_spmv took 2.73 ms
+a bundle step cost about 1.1 µs on the H100 whatever K, even in bundles that wait on nothing
+(figures/data/chain_bundles_clock_sparse_fusion_*), and 2D Poisson sptrsv_spmv took 2.73 ms
 against the dataflow executor's 1.46 (3D spmv_sptrsv the one win, 0.654 vs 0.723).
 
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
