@@ -193,6 +193,68 @@ def test_persistent_programs(executor, per_sm):
                "float64", f"{executor} P={per_sm} {pair}")
 
 
+@pytest.mark.parametrize("ahead", [0, 1, 2])
+def test_dataflow_tickets_ahead(ahead):
+    """However far ahead a persistent dataflow program takes its tickets, the numbers are t0's:
+    on a grid, a graph with rows longer than a record's slots, and a band; one program per
+    block ignores the option."""
+    for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
+        mats, b = _problem(pair)
+        for per_sm in (2, 0):
+            run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
+                             executor="dataflow", programs_per_sm=per_sm, tickets_ahead=ahead)
+            assert run.tickets_ahead == ahead
+            _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+                   "float64", f"dataflow ahead={ahead} P={per_sm} {pair}")
+
+
+def _dataflow_options(A, pair="sptrsv_spmv"):
+    mats = operands(pair, A)
+    run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow")
+    return run.block_rows, run.tickets_ahead, t3.record_chunk(run.tables)
+
+
+def test_dataflow_shape_and_record_chunk():
+    """dataflow_shape: a joint DAG of at least WIDE_LEVELS iterations a level takes its tickets
+    two ahead, and blocks of 8 where no row needs a tail; a narrow one (4, 0). record_chunk: all
+    of the longest row where it fits in RECORD_CHUNK slots, else CHUNK. The benchmark records
+    what prepare chose."""
+    from tiers.bench.sparse_fusion import runner
+    defaults = t3.tuning_defaults("dataflow")
+    assert defaults["block_rows"] is None and defaults["tickets_ahead"] is None
+    assert _dataflow_options(sm.poisson2d(6)) == (4, 0, t3.CHUNK)                # 36 rows, 11 levels: narrow
+    assert _dataflow_options(sm.poisson3d(3, points=27)) == (4, 0, 32)            # rows of 27 entries
+    wide = sp.identity(t3.WIDE_LEVELS, format="csr") * 2.0                        # 2 levels of WIDE_LEVELS rows
+    assert _dataflow_options(wide) == (8, 2, t3.CHUNK)
+    hub = sp.lil_matrix(wide)
+    hub[0, 1:t3.RECORD_CHUNK + 1] = 1.0       # an SpMV row longer than the slots (upper: no new level)
+    hub = sp.csr_matrix(hub)
+    assert _dataflow_options(hub) == (4, 2, t3.CHUNK)
+    A = sm.poisson2d(6)
+    mats = operands("sptrsv_spmv", A)
+    like = _vector(np.ones(36), "float64")
+    fn = registry.get("sparse_fusion", "t3_triton_fused", "sptrsv_spmv")
+    row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
+                    {"block_rows": None, "tickets": "mid", "tickets_ahead": None})
+    assert row["block_rows"] == 4 and row["tickets_ahead"] == 0
+
+
+def test_dataflow_records_put_results_back_in_row_order():
+    """The records number a block's outputs by slot; the results come back in row order, equal
+    to the flag executor's, with blocks partly empty (R wider than some levels) and a
+    right-hand side that kernel 1 writes (spmv_sptrsv)."""
+    for pair, A in (("spmv_sptrsv", sm.poisson2d(5)), ("sptrsv_spmv", sm.poisson3d(3, points=27))):
+        mats = operands(pair, A)
+        b = np.random.default_rng(_seed(pair, "slots")).standard_normal(A.shape[0])
+        ref = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="syncfree")(_vector(b, "float64"))
+        for R in (4, 16):
+            run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", block_rows=R)
+            count, dev = run.plan
+            assert dev["back"].numel() == 2 * A.shape[0] and count * R >= 2 * A.shape[0]
+            for o, r in zip(run(_vector(b, "float64")), ref):
+                assert_close(o, r, "float64", f"{pair} R={R}")
+
+
 @pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4), (128, 1)])
 @pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
 def test_syncfree_block_sizes(block_rows, num_warps, executor):
@@ -586,6 +648,10 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, nap_ns=-5)
     with pytest.raises(ValueError, match="programs_per_sm must be an int from 0 to 64, got 65"):
         t3.prepare("sptrsv_spmv", *mats, like=x, programs_per_sm=65)
+    with pytest.raises(ValueError, match="tickets_ahead must be 0, 1 or 2, got 3"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, executor="dataflow", tickets_ahead=3)
+    with pytest.raises(ValueError, match="tickets_ahead must be 0, 1 or 2, got True"):
+        t3.prepare("sptrsv_spmv", *mats, like=x, executor="dataflow", tickets_ahead=True)
     with pytest.raises(ValueError, match="chain_steps must be an int from 1 to 4096, got 0"):
         t3.prepare("sptrsv_spmv", *mats, like=x, chain_steps=0)
     with pytest.raises(ValueError, match="chain_steps of the segments executor must be at most 128 .+, got 129"):

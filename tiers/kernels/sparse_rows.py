@@ -138,8 +138,8 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 
 
 @triton.jit
-def _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
-              SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
+def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
+             SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
     """Σ a·x over a row's entries past its first CHUNK. Up to 4·CHUNK entries the R rows go side by
     side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
     row goes alone, 32·CHUNK entries a trip across the whole program: every trip costs the same
@@ -189,8 +189,8 @@ def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, E
         a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
         d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
     x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
-    acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, AWAIT,
-                                       SENT, NAP, WIDE)
+    acc = tl.sum(a * x, 1) + tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, AWAIT,
+                                      SENT, NAP, WIDE)
     tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
 
 
@@ -204,8 +204,8 @@ def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_v
     own = px == prev_dst[:, None]
     x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
     x = tl.where(own, prev_val[:, None], x)
-    acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
-                                       SENT, NAP, WIDE)
+    acc = tl.sum(a * x, 1) + tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
+                                      SENT, NAP, WIDE)
     val = _div(rhs + sign * acc, d)
     tl.store(VEC + dst, val, mask=ok)
     return val
@@ -220,8 +220,8 @@ def affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, EN
     awaited as in affine_finish; prev_dst must lie among the first CHUNK entries."""
     own = m & (px == prev_dst[:, None])
     x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
-    acc = tl.sum(a * x, 1) + _tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
-                                       SENT, NAP, WIDE)
+    acc = tl.sum(a * x, 1) + tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
+                                      SENT, NAP, WIDE)
     return _div(rhs + sign * acc, d), _div(sign * tl.sum(tl.where(own, a, 0.0), 1), d)
 
 
@@ -444,7 +444,7 @@ class RowTables:
         return int(np.diff(self.ent_ptr).max(initial=0))
 
     def wide(self, chunk: int) -> bool:
-        """The kernels' WIDE: some iteration has more than 4·chunk entries (_tail_sum)."""
+        """The kernels' WIDE: some iteration has more than 4·chunk entries (tail_sum)."""
         return self.longest > 4 * chunk
 
     @functools.cached_property

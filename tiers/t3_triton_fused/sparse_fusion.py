@@ -47,6 +47,25 @@ of the flag executor (figures/data/sparse_fusion_*). Its tickets go by the middl
 iteration's earliest and latest level, long rows as early as they can (tickets="mid",
 TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
 
+  Records (_dataflow_plan, 2026-11-26). A block used to find its work through a chain of
+  dependent loads — ticket → block → iterations → their entries → positions and values — five
+  round trips before its first poll, paid by every block; on the 3D grid, whose levels are wide,
+  that and not the waits bounded the time. Now block t's tables are one record, laid out lane by
+  lane in ticket order: the first record_chunk entries' positions and signed values, the
+  right-hand side, the divisor and its reciprocal; one round trip reads it. Lane j writes output
+  slot n + t·R + j, so a block's results are one contiguous store; the slots go back to row
+  order after the launch. R, and how far ahead a persistent program takes its tickets
+  (tickets_ahead: on wide DAGs the next ticket is held, and its record prefetched, while the
+  block waits), come from the pattern (dataflow_shape). Measured on the H100 (float64, wavefront
+  schedule, package CLI; figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D
+  1.30 / 1.30 / 2.46 ms against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 /
+  0.72 / 0.82, 27-point 0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 /
+  1.83 against 1.19 / 0.95 / 2.09 (the old code's rows from earlier calls that day; on the 2D and
+  3D grids it repeated within 1 % over three calls on three machine instances). Tried and not
+  kept: stores in row order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 /
+  0.77); 8 entry slots on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32
+  slots on the power-law graph, padding its short rows (1.65 / 1.48 / 2.91).
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -114,12 +133,13 @@ from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       held_fetch, held_finish, iterations)
+                                       held_fetch, held_finish, iterations, tail_sum, vec_loads)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
-BLOCK_ROWS = {"syncfree": 16, "dataflow": 4, "chains": 4, "segments": 4}
-"""R, iterations per sync-free block (lanes of one program), per executor; swept on the H100
+BLOCK_ROWS = {"syncfree": 16, "chains": 4, "segments": 4}
+"""R, iterations per sync-free block (lanes of one program), per executor (the dataflow executor
+takes dataflow_shape's since 2026-11-26, which was 4 before); swept on the H100
 (1M-row 2D Poisson, sptrsv_spmv, float64, 2026-11-23): the flag executor changes little with R
 (4.0–4.2 ms for R = 4 to 32; 16 kept); the dataflow executor is fastest at R = 4 (1.73 ms with
 a 100 ns nap, 1.88 without — one program per block then; R = 2: 2.3, R = 8: 3.5–4.0; on 3D
@@ -145,6 +165,8 @@ NAP_NS = 0               # dataflow, chains, segments: ns a waiting row sleeps b
 CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) at most (module docstring)
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
+RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (record_chunk)
+WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which it counts as wide (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
@@ -155,7 +177,8 @@ options on the power-law graph alone, and R = 4 with 2 warps, ran right (2026-11
 figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warps were never
 faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
 so these executors take one."""
-TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets"),
+TUNABLE = {"syncfree": ("block_rows", "tickets"),
+           "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
@@ -164,11 +187,12 @@ TUNABLE = {"syncfree": ("block_rows", "tickets"), "dataflow": ("block_rows", "na
 def tuning_defaults(executor, pair=None) -> dict:
     """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given (for
     `pair`, where the default depends on it); None where it depends on the matrices too: R of the
-    flag executor on the factor pairs (factor_block_rows)."""
-    factor = executor == "syncfree" and pair in dags.FACTOR_PAIRS
-    every = {"block_rows": None if factor else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
-             "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor)}
+    flag executor on the factor pairs (factor_block_rows), R and tickets ahead of the dataflow
+    executor (dataflow_shape)."""
+    by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
+    every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
+             "chain_steps": CHAIN_STEPS.get(executor), "programs_per_sm": PROGRAMS_PER_SM,
+             "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -191,6 +215,29 @@ def factor_block_rows(tables) -> int:
     within FACTOR_BLOCK_ROWS and FACTOR_STEP_WORK, down to a power of two."""
     R = tables.held_lanes(FACTOR_BLOCK_ROWS, FACTOR_STEP_WORK)
     return 1 << (R.bit_length() - 1)
+
+
+def dataflow_shape(schedule, mats, tables) -> tuple:
+    """(R, tickets_ahead) of the dataflow executor for this pair and pattern. A joint DAG of at
+    least WIDE_LEVELS iterations per level is wide: throughput, not the chain of waits, bounds
+    it, so a program holds its next ticket (and prefetches its record) while its block waits
+    (2); a narrow one takes it after (0). Wide and without rows longer than CHUNK, blocks of 8
+    halve the tickets; else 4. Swept on the H100 (2026-11-26, float64, wavefront schedule,
+    figures/data/records_sweep_* and records_sweep27_*), ms for sptrsv_spmv / spmv_sptrsv /
+    sptrsv_sptrsv at (R, ahead):
+      3D Poisson (6 700 iterations a level): (8, 2) 0.46 / 0.44 / 0.59, (8, 0) 0.47 / 0.46 /
+        0.70, (4, 0) 0.64 / 0.62 / 0.74;
+      2D Poisson (1 000): (4, 0) 1.29 / 1.29 / 2.45, (4, 2) 1.34 / 1.38 / 2.50, (8, 2) 1.39 /
+        1.45 / 2.60;
+      27-point (1 200, 32 slots): (4, 0) 0.58 / 0.56 / 0.94, (4, 2) 0.59 / 0.57 / 0.80, (8, 0)
+        0.77 / 0.76 / 1.22;
+      power-law graph (36 000, rows of thousands): (4, 2) 0.84 / 0.68 / 1.82, (4, 0) 0.89 /
+        0.71 / 1.76, (8, 2) 0.85 / 0.62 / 2.46.
+    The rule misses two cells by 7–15 % (27-point sptrsv_sptrsv at (4, 2), the power-law
+    spmv_sptrsv at (8, 2)); a rule per pair was not tried."""
+    depth = int(_joint(schedule, mats)[1].max(initial=-1)) + 1
+    wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * max(depth, 1)
+    return (8 if wide and tables.longest <= CHUNK else 4), (2 if wide else 0)
 
 
 def executors_for(pair: str) -> tuple:
@@ -465,20 +512,96 @@ def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 
 @triton.jit
-def _dataflow(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC, N_IN,
+def _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr, CHUNK: tl.constexpr):
+    """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
+    (−1: none), entries start..end, sign, divisor and its reciprocal; per lane and entry slot the
+    first CHUNK positions read (−1: none) and their values, signed. An empty lane reads nothing."""
+    slot = t * R + tl.arange(0, R)
+    here = slot < N_BLK * R
+    e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
+    he = e < N_BLK * R * CHUNK
+    px = tl.load(PX + e, mask=he, other=-1)
+    a = tl.load(PA + e, mask=he, other=0.0)
+    rhs_at = tl.load(RHS + slot, mask=here, other=-1)
+    start = tl.load(START + slot, mask=here, other=0)
+    end = tl.load(END + slot, mask=here, other=0)
+    sign = tl.load(SIGN + slot, mask=here, other=0.0)
+    d = tl.load(D + slot, mask=here, other=1.0)
+    dinv = tl.load(DINV + slot, mask=here, other=1.0)
+    return px, a, rhs_at, start, end, sign, d, dinv
+
+
+@triton.jit
+def _ticket_later(TICKET, PTX: tl.constexpr):
+    """The next ticket, as 32 values (one per lane of the program's one warp) whose maximum it
+    is, without waiting for it: Triton's scalar atomic is shared with the warp (a shuffle) right
+    after it is issued, which waits for its round trip there. With PTX, lane 0 alone adds, in
+    inline assembly the compiler leaves alone, and the other values are 0; the maximum, taken
+    after the block, is where the wait falls. (With fewer values than lanes, lanes holding a
+    copy of value 0 would take their own copy's maximum, 0: hence 32.)"""
+    if PTX:
+        return tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 l; mov.u32 l, %laneid; mov.u32 $0, 0; setp.eq.u32 p, l, 0; "
+            "setp.eq.and.u32 p, $2, 0, p; @p atom.global.relaxed.gpu.add.u32 $0, [$1], 1; }",
+            "=r,l,r", [TICKET + tl.zeros([32], tl.int32), tl.arange(0, 32)], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        return tl.zeros([32], tl.int32) + tl.atomic_add(TICKET, 1, sem="relaxed")
+
+
+@triton.jit
+def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr, CHUNK: tl.constexpr):
+    """Ask L1 for block t's record (_records) without waiting for it: PTX prefetch, no register
+    to fill, so nothing waits on it until the record is loaded."""
+    slot = tl.where(t < N_BLK, t, 0) * R + tl.arange(0, R)
+    e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
+    for P in tl.static_range(8):
+        if P < 2:
+            at = (PX if P == 0 else PA) + e
+        else:
+            at = (RHS if P == 2 else START if P == 3 else END if P == 4 else SIGN if P == 5 else D if P == 6
+                  else DINV) + slot
+        tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+
+@triton.jit
+def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, ENT_VEC, VAL, VEC, N_IN,
               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
-              WIDE: tl.constexpr):
+              WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
-    dependence costs one store and the loads that see it — no barrier, no fence, no flag."""
+    dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
+    j of block t writes VEC[N_IN + t·R + j]: _dataflow_plan numbers the outputs by slot, so a
+    block's results are one contiguous store, and the store's address never comes from a table
+    (Triton 3.6 failed to compile a store to an address loaded in an earlier loop iteration).
+    A row's quotient r/d is r·(1/d) with one Markstein correction, which with 1/d rounded
+    once (_dataflow_values) is r/d correctly rounded, without a division after the wait.
+    AHEAD (persistent programs): 0, the next ticket is taken after the block; 1, the program
+    already holds it while this block waits, and takes the one after; 2, it also asks L1 for
+    that next block's record (with PTX)."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    n1 = N_BLK
+    if LOOP and AHEAD > 0:
+        n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     while t < N_BLK:
-        first, lane, ok, v = _block_of(t, BLK_PTR, BLK_ITER, R)
-        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-            v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, True, CHUNK)
-        affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                      True, CHUNK, N_IN, True, SENT, NAP, WIDE)
-        t = _next_ticket(TICKET, N_BLK, LOOP)
+        px, a, rhs_at, start, end, sign, d, dinv = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R,
+                                                            CHUNK)
+        if LOOP and AHEAD > 0:
+            n2 = _ticket_later(TICKET, PTX)
+            if AHEAD == 2 and PTX:
+                _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
+        ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
+        m = px >= 0
+        x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP)
+        tail = tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP, WIDE)
+        r = rhs + (tl.sum(a * x, 1) + sign * tail)
+        q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
+        q = tl.fma(tl.fma(-q, d, r), dinv, q)
+        tl.store(VEC + N_IN + t * R + tl.arange(0, R), q)     # lane j of block t: its slot (_dataflow_plan)
+        if LOOP and AHEAD > 0:
+            t, n1 = n1, tl.max(n2, 0)
+        else:
+            t = _next_ticket(TICKET, N_BLK, LOOP)
 
 
 def _programs(count, per_sm, device):
@@ -513,9 +636,80 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
                  WIDE=run.tables.wide(chunk), num_warps=run.num_warps)
 
 
+def record_chunk(tables) -> int:
+    """Entry slots per lane of the dataflow records: where every row fits in RECORD_CHUNK, all
+    entries of the longest (a power of two, at least CHUNK), so that a row waits once for all it
+    reads; else CHUNK, the rest of a longer row read through tail_sum. Measured on the H100
+    (2026-11-26, float64, wavefront schedule): 27-point grid (rows of 14 and 27) 0.58 / 0.57 /
+    0.94 ms with 32 slots against 0.76 / 0.72 / 1.57 with 8; the power-law graph (a few rows of
+    thousands, most of a few) 1.65 / 1.48 / 2.91 with 32 against 0.84 / 0.68 / 1.82 with 8."""
+    widest = triton.next_power_of_2(max(tables.longest, 1))
+    return max(CHUNK, widest) if widest <= RECORD_CHUNK else CHUNK
+
+
+def _dataflow_plan(schedule, mats, tables, R, tickets, device):
+    """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
+    s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
+    program reads its block's tables in one round trip instead of a chain of dependent loads
+    (block → iteration → entries → values). Lane s writes VEC entry n + s: outputs are numbered
+    by slot, and `back` puts them in row order after the launch. The values go in per call of
+    `prepare` (_dataflow_values); this part depends on the pattern only."""
+    C = record_chunk(tables)
+    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
+    B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
+    slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
+    S = B * R
+    where = np.arange(tables.vec_len, dtype=np.int64)        # VEC position → its position in the slot layout
+    where[tables.dst[seq]] = n + slot
+    lane = {k: np.full(S, fill, dtype=np.int64) for k, fill in (("rhs", -1), ("start", 0), ("end", 0), ("sign", 0),
+                                                                 ("diag", -1))}
+    for k, col in (("rhs", tables.rhs), ("sign", tables.sign), ("diag", tables.diag),
+                   ("start", tables.ent_ptr[:-1]), ("end", tables.ent_ptr[1:])):
+        lane[k][slot] = col[seq]
+    lane["rhs"] = np.where(lane["rhs"] >= 0, where[np.maximum(lane["rhs"], 0)], -1)
+    e = lane["start"][:, None] + np.arange(C)[None, :]
+    m = e < lane["end"][:, None]
+    px, pv = np.full((S, C), -1, dtype=np.int64), np.full((S, C), -1, dtype=np.int64)
+    px[m], pv[m] = where[tables.ent_aux[e[m]]], tables.ent_val[e[m]]
+    host = {k: v.astype(np.int32) for k, v in lane.items()}
+    host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32),
+                ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:])
+    return B, rows.to_device(host, device)
+
+
+def _dataflow_values(plan, values):
+    """The value half of the dataflow records for these matrices' values: each slot's value
+    times its lane's sign (exact), the divisor (1 without one) and its reciprocal, rounded once
+    in the vector's dtype, so that _dataflow's Markstein step rounds r/d as a division would."""
+    dev = plan[1]
+    sign = dev["sign"].to(values.dtype)
+    pv = dev["pv"].long()
+    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * sign.repeat_interleave(pv.numel() // max(sign.numel(), 1)), 0)
+    diag = dev["diag"].long()
+    d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
+    return {"a": a, "d": d, "dinv": 1 / d, "sign": sign}
+
+
 def _run_dataflow(run, val, vec):
-    sdev = run.plan[1]
-    _launch_dataflow(_dataflow, run, val, vec, sdev["blk_ptr"], sdev["blk_iter"])
+    count, sdev = run.plan
+    if count == 0:
+        return
+    n = run.tables.n1
+    slots = torch.empty(n + count * run.block_rows, dtype=vec.dtype, device=vec.device)
+    slots[:n] = vec[:n]
+    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
+    slots.view(bits)[n:] = SENTINEL[vec.dtype]
+    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
+    rv = run.record_values
+    grid = (_programs(count, run.programs_per_sm, val.device),)
+    _dataflow[grid](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
+                    rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
+                    CHUNK=record_chunk(run.tables), SENT=SENTINEL[vec.dtype],
+                    NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
+                    WIDE=run.tables.wide(record_chunk(run.tables)),
+                    AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
+                    num_warps=run.num_warps)
+    vec[n:] = slots[sdev["back"]]
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
@@ -768,10 +962,10 @@ class Prepared:
     already on the device. Made by `prepare`."""
 
     def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                 programs_per_sm, device, dtype):
+                 programs_per_sm, tickets_ahead, device, dtype):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
-        self.chain_steps, self.programs_per_sm = chain_steps, programs_per_sm
+        self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -784,9 +978,14 @@ class Prepared:
             self.plan = schedule.cached(("t3_segments", block_rows, chain_steps, str(device)),
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
                                                               chain_steps, device))
-        else:     # syncfree and dataflow run the same blocks
+        elif executor == "dataflow":
+            self.plan = schedule.cached(("t3_dataflow", tickets, block_rows, record_chunk(self.tables), str(device)),
+                                        lambda: _dataflow_plan(schedule, problem.matrices, self.tables, block_rows,
+                                                               tickets, device))
+            self.record_values = _dataflow_values(self.plan, self.values)
+        else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
-                                    lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
+                                        lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
 
     def __call__(self, vector):
         vec = rows.new_vector(self.tables, vector, self.values)
@@ -800,7 +999,8 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataf
 
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
-            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=PROGRAMS_PER_SM) -> Prepared:
+            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=PROGRAMS_PER_SM,
+            tickets_ahead=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
@@ -811,7 +1011,10 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
     executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
     the dataflow, chain and segment executors, 0 for one program per block or the number of
-    persistent programs per SM that take tickets until none is left (1 to 64)."""
+    persistent programs per SM that take tickets until none is left (1 to 64); tickets_ahead,
+    for the dataflow executor's persistent programs, 0 to take the next ticket after a block, 1
+    to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
+    like block_rows None: dataflow_shape)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -831,6 +1034,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         raise ValueError(f"chain_steps must be an int from 1 to 4096, got {chain_steps!r}")
     if isinstance(programs_per_sm, bool) or not isinstance(programs_per_sm, int) or not 0 <= programs_per_sm <= 64:
         raise ValueError(f"programs_per_sm must be an int from 0 to 64, got {programs_per_sm!r}")
+    if tickets_ahead is not None and (isinstance(tickets_ahead, bool) or tickets_ahead not in (0, 1, 2)):
+        raise ValueError(f"tickets_ahead must be 0, 1 or 2, got {tickets_ahead!r}")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
         raise ValueError(f"chain_steps of the segments executor must be at most {SEG_MAX} (the lanes of one "
                          f"program), got {chain_steps}")
@@ -839,6 +1044,10 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         executor = executor_rule(like.device, schedule)
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
+    if executor == "dataflow" and (block_rows is None or tickets_ahead is None):
+        shape = dataflow_shape(schedule, problem.matrices, rows.device_tables(problem, like.device)[0])
+        block_rows = shape[0] if block_rows is None else block_rows
+        tickets_ahead = shape[1] if tickets_ahead is None else tickets_ahead
     if block_rows is None:
         block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
     if block_rows is None:              # the flag executor on a factor pair: by its rows' shape
@@ -848,7 +1057,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if tickets is None:
         tickets = tuning_defaults(executor).get("tickets") or "dag"
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, like.device, like.dtype)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
