@@ -578,7 +578,9 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     once (_dataflow_values) is r/d correctly rounded, without a division after the wait.
     AHEAD (persistent programs): 0, the next ticket is taken after the block; 1, the program
     already holds it while this block waits, and takes the one after; 2, it also asks L1 for
-    that next block's record (with PTX)."""
+    that next block's record (with PTX). Holding tickets ahead keeps the tickets' argument (module
+    docstring): a program's current block is the lowest it holds, so the lowest unfinished block
+    is some running program's current one, and everything it waits for is finished."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
     n1 = N_BLK
     if LOOP and AHEAD > 0:
