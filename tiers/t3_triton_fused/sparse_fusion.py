@@ -621,6 +621,14 @@ def _sm_count(device):
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
+def _await_from(vec, n):
+    """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
+    counter: what every dataflow launch starts from."""
+    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
+    vec.view(bits)[n:] = SENTINEL[vec.dtype]
+    return torch.zeros(1, dtype=torch.int32, device=vec.device)
+
+
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     """Fill the outputs with the sentinel and launch the programs (_programs) for the blocks of
     `run.plan`, each of `lanes` lanes (default: run.block_rows)."""
@@ -628,9 +636,7 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     if count == 0:
         return
     n = run.tables.n1
-    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
-    vec.view(bits)[n:] = SENTINEL[vec.dtype]
-    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
+    ticket = _await_from(vec, n)
     tables = (run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst"))
     grid = (_programs(count, run.programs_per_sm, val.device),)
     kernel[grid](ticket, count, *blocks, *tables, val, vec, n, R=lanes or run.block_rows, CHUNK=chunk,
@@ -699,9 +705,7 @@ def _run_dataflow(run, val, vec):
     n = run.tables.n1
     slots = torch.empty(n + count * run.block_rows, dtype=vec.dtype, device=vec.device)
     slots[:n] = vec[:n]
-    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
-    slots.view(bits)[n:] = SENTINEL[vec.dtype]
-    ticket = torch.zeros(1, dtype=torch.int32, device=val.device)
+    ticket = _await_from(slots, n)
     rv = run.record_values
     grid = (_programs(count, run.programs_per_sm, val.device),)
     _dataflow[grid](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
