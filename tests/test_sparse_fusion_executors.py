@@ -215,21 +215,28 @@ def _dataflow_options(A, pair="sptrsv_spmv"):
 
 
 def test_dataflow_shape_and_record_chunk():
-    """dataflow_shape: a joint DAG of at least WIDE_LEVELS iterations a level takes its tickets
-    two ahead, and blocks of 8 where no row needs a tail; a narrow one (4, 0). record_chunk: all
-    of the longest row where it fits in RECORD_CHUNK slots, else CHUNK. The benchmark records
-    what prepare chose."""
+    """dataflow_shape: a joint DAG of at least BUSY_ENTRIES entries a level takes its tickets two
+    ahead, and one of at least WIDE_LEVELS iterations a level blocks of 8 where no row needs a
+    tail; otherwise (4, 0). record_chunk: all of the longest row where it fits in RECORD_CHUNK
+    slots, else CHUNK. The benchmark records what prepare chose."""
     from tiers.bench.sparse_fusion import runner
     defaults = t3.tuning_defaults("dataflow")
     assert defaults["block_rows"] is None and defaults["tickets_ahead"] is None
     assert _dataflow_options(sm.poisson2d(6)) == (4, 0, t3.CHUNK)                # 36 rows, 11 levels: narrow
     assert _dataflow_options(sm.poisson3d(3, points=27)) == (4, 0, 32)            # rows of 27 entries
-    wide = sp.identity(t3.WIDE_LEVELS, format="csr") * 2.0                        # 2 levels of WIDE_LEVELS rows
-    assert _dataflow_options(wide) == (8, 2, t3.CHUNK)
-    hub = sp.lil_matrix(wide)
+    wide = sp.identity(t3.WIDE_LEVELS, format="csr") * 2.0                        # 2 levels of WIDE_LEVELS rows,
+    assert _dataflow_options(wide) == (8, 0, t3.CHUNK)                            # WIDE_LEVELS / 2 entries a level
+    band = sp.diags([2.0] + [0.5] * 5, [0, 1, 2, 3, 4, 5], shape=(t3.WIDE_LEVELS,) * 2, format="csr")
+    band = band + band.T                                                          # the SpMV rows: 11 entries
+    busy = t3.prepare("sptrsv_spmv", sp.diags(band.diagonal(), format="csr"), band,
+                      like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow")
+    assert (busy.block_rows, busy.tickets_ahead) == (4, 2)        # 11 · 2048 / 2 entries a level; rows > CHUNK
+    hub = sp.lil_matrix(band)
     hub[0, 1:t3.RECORD_CHUNK + 1] = 1.0       # an SpMV row longer than the slots (upper: no new level)
     hub = sp.csr_matrix(hub)
-    assert _dataflow_options(hub) == (4, 2, t3.CHUNK)
+    assert t3.record_chunk(t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
+                                      like=_vector(np.ones(t3.WIDE_LEVELS), "float64"),
+                                      executor="dataflow").tables) == t3.CHUNK
     A = sm.poisson2d(6)
     mats = operands("sptrsv_spmv", A)
     like = _vector(np.ones(36), "float64")

@@ -47,24 +47,27 @@ of the flag executor (figures/data/sparse_fusion_*). Its tickets go by the middl
 iteration's earliest and latest level, long rows as early as they can (tickets="mid",
 TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
 
-  Records (_dataflow_plan, 2026-11-26). A block used to find its work through a chain of
-  dependent loads — ticket → block → iterations → their entries → positions and values — five
-  round trips before its first poll, paid by every block; on the 3D grid, whose levels are wide,
-  that and not the waits bounded the time. Now block t's tables are one record, laid out lane by
-  lane in ticket order: the first record_chunk entries' positions and signed values, the
-  right-hand side, the divisor and its reciprocal; one round trip reads it. Lane j writes output
-  slot n + t·R + j, so a block's results are one contiguous store; the slots go back to row
-  order after the launch. R, and how far ahead a persistent program takes its tickets
-  (tickets_ahead: on wide DAGs the next ticket is held, and its record prefetched, while the
-  block waits), come from the pattern (dataflow_shape). Measured on the H100 (float64, wavefront
-  schedule, package CLI; figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D
-  1.30 / 1.30 / 2.46 ms against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 /
-  0.72 / 0.82, 27-point 0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 /
-  1.83 against 1.19 / 0.95 / 2.09 (the old code's rows from earlier calls that day; on the 2D and
-  3D grids it repeated within 1 % over three calls on three machine instances). Tried and not
-  kept: stores in row order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 /
-  0.77); 8 entry slots on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32
-  slots on the power-law graph, padding its short rows (1.65 / 1.48 / 2.91).
+  Records (_dataflow_plan, 2026-11-26). A block used to find its work through a chain of dependent
+  loads — ticket → block → iterations → their entries → positions and values — five round trips
+  before its first poll, paid by every block; on the 3D grid, whose levels are wide, that and not
+  the waits bounded the time. Now block t's tables are one record, laid out lane by lane in ticket
+  order: the first record_chunk entries' positions and signed values, the right-hand side, the
+  divisor and its reciprocal; one round trip reads it. Lane j writes output slot n + t·R + j, so a
+  block's results are one contiguous store; the slots go back to row order after the launch. R,
+  and how far ahead a persistent program takes its tickets (tickets_ahead: on DAGs of many entries
+  a level the next ticket is held, and its record prefetched, while the block waits), come from
+  the pattern (dataflow_shape). Measured on the H100 (float64, wavefront schedule, package CLI;
+  figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D 1.30 / 1.30 / 2.46 ms
+  against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 / 0.72 / 0.82, 27-point
+  0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 / 1.83 against 1.19 / 0.95
+  / 2.09 (the old code's rows from earlier calls that day; on the 2D and 3D grids it repeated
+  within 1 % over three calls on three machine instances). Tried and not kept: stores in row
+  order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 / 0.77); 8 entry slots
+  on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32 slots on the
+  power-law graph, padding its short rows (1.65 / 1.48 / 2.91); a slot buffer kept between calls
+  and reset by a small kernel that also puts the outputs in row order, so that a call neither
+  fills the slots with the sentinel nor copies its input twice — within 1 % either way
+  (figures/data/unslot_ab_*), not worth state that must survive interrupted calls.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -166,7 +169,8 @@ CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) a
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
 RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (record_chunk)
-WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which it counts as wide (dataflow_shape)
+WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which blocks hold 8 (dataflow_shape)
+BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tickets are held ahead (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
@@ -218,26 +222,32 @@ def factor_block_rows(tables) -> int:
 
 
 def dataflow_shape(schedule, mats, tables) -> tuple:
-    """(R, tickets_ahead) of the dataflow executor for this pair and pattern. A joint DAG of at
-    least WIDE_LEVELS iterations per level is wide: throughput, not the chain of waits, bounds
-    it, so a program holds its next ticket (and prefetches its record) while its block waits
-    (2); a narrow one takes it after (0). Wide and without rows longer than CHUNK, blocks of 8
-    halve the tickets; else 4. Swept on the H100 (2026-11-26, float64, wavefront schedule,
-    figures/data/records_sweep_* and records_sweep27_*), ms for sptrsv_spmv / spmv_sptrsv /
-    sptrsv_sptrsv at (R, ahead):
-      3D Poisson (6 700 iterations a level): (8, 2) 0.46 / 0.44 / 0.59, (8, 0) 0.47 / 0.46 /
-        0.70, (4, 0) 0.64 / 0.62 / 0.74;
-      2D Poisson (1 000): (4, 0) 1.29 / 1.29 / 2.45, (4, 2) 1.34 / 1.38 / 2.50, (8, 2) 1.39 /
-        1.45 / 2.60;
-      27-point (1 200, 32 slots): (4, 0) 0.58 / 0.56 / 0.94, (4, 2) 0.59 / 0.57 / 0.80, (8, 0)
-        0.77 / 0.76 / 1.22;
-      power-law graph (36 000, rows of thousands): (4, 2) 0.84 / 0.68 / 1.82, (4, 0) 0.89 /
-        0.71 / 1.76, (8, 2) 0.85 / 0.62 / 2.46.
-    The rule misses two cells by 7–15 % (27-point sptrsv_sptrsv at (4, 2), the power-law
-    spmv_sptrsv at (8, 2)); a rule per pair was not tried."""
-    depth = int(_joint(schedule, mats)[1].max(initial=-1)) + 1
-    wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * max(depth, 1)
-    return (8 if wide and tables.longest <= CHUNK else 4), (2 if wide else 0)
+    """(R, tickets_ahead) of the dataflow executor for this pair and pattern, from the joint DAG's
+    average level. A level of at least BUSY_ENTRIES entries keeps the programs busy: throughput,
+    not the chain of waits, bounds it, so a program holds its next ticket (and prefetches its
+    record) while its block waits (2); a lighter one takes it after (0). At least WIDE_LEVELS
+    iterations a level, and no row longer than CHUNK: blocks of 8 halve the tickets; else 4.
+    Swept on the H100 (2026-11-26, float64, wavefront schedule, figures/data/records_sweep_*,
+    records_sweep27_* and pps_records_*), ms for sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv at
+    (R, ahead), with each pair's iterations and entries a level:
+      3D Poisson (6 700 and 33 000; the two solves 3 400 and 10 000): (8, 2) 0.46 / 0.44 / 0.59,
+        (8, 0) 0.47 / 0.46 / 0.70, (4, 0) 0.64 / 0.62 / 0.74;
+      2D Poisson (1 000 and 3 500; 500 and 1 000): (4, 0) 1.29 / 1.29 / 2.45, (4, 2) 1.34 / 1.38 /
+        2.50, (8, 2) 1.39 / 1.45 / 2.60;
+      27-point (1 200 and 23 000; 600 and 7 500; 32 slots): (4, 0) 0.58 / 0.56 / 0.94, (4, 2) 0.59
+        / 0.57 / 0.80, (8, 0) 0.77 / 0.76 / 1.22;
+      power-law graph (36 000 and 180 000; 18 000 and 55 000; rows of thousands): (4, 2) 0.84 /
+        0.68 / 1.82, (4, 0) 0.89 / 0.71 / 1.76, (8, 2) 0.85 / 0.62 / 2.46.
+    BUSY_ENTRIES lies between the 2D grid's 3 500 (holding tickets cost 2–7 %) and the 27-point
+    solves' 7 500 (it saved 15 %); the 27-point grid's other pairs lose 2 % with it. The rule
+    misses the power-law spmv_sptrsv by 9 % (it wants R = 8, which costs its two solves 35 %); a
+    rule per pair was not tried. Measured with the rule, the 27-point grid's three pairs took
+    0.584 / 0.567 / 0.812 ms (records_busy27_*). 24 and 32 programs per SM instead of 16 were
+    slower on every grid and no faster on the power-law graph (pps_records_*)."""
+    depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
+    wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * depth
+    busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
+    return (8 if wide and tables.longest <= CHUNK else 4), (2 if busy else 0)
 
 
 def executors_for(pair: str) -> tuple:
