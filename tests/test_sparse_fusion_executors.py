@@ -218,8 +218,8 @@ def test_dataflow_shape_and_record_chunk():
     """dataflow_shape: a joint DAG of at least BUSY_ENTRIES entries a level takes its tickets two
     ahead, and one of at least WIDE_LEVELS iterations a level blocks of 8 where no row needs a
     tail; otherwise (4, 0). record_chunk: all of the longest row where it fits in RECORD_CHUNK
-    slots, else CHUNK; wider records poll only pending entries. The benchmark records what
-    prepare chose."""
+    slots, else CHUNK; where a row is longer than CHUNK polls re-read only pending entries. The
+    benchmark records what prepare chose."""
     from tiers.bench.sparse_fusion import runner
     defaults = t3.tuning_defaults("dataflow")
     assert defaults["block_rows"] is None and defaults["tickets_ahead"] is None
@@ -238,9 +238,10 @@ def test_dataflow_shape_and_record_chunk():
     assert t3.record_chunk(t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
                                       like=_vector(np.ones(t3.WIDE_LEVELS), "float64"),
                                       executor="dataflow").tables) == t3.CHUNK
-    # polls re-read only pending entries where records are wider than CHUNK (the poll loop itself
+    # polls re-read only pending entries where some row is longer than CHUNK (the poll loop itself
     # never turns in the interpreter, where every awaited block is done: the GPU smoke check runs it)
-    for A, pending in ((sm.poisson2d(6), False), (sm.poisson3d(3, points=27), True)):
+    for A, pending in ((sm.poisson2d(6), False), (sm.poisson3d(3), False), (sm.poisson3d(3, points=27), True),
+                       (hub, True)):
         run = t3.prepare("sptrsv_spmv", *operands("sptrsv_spmv", A), like=_vector(np.ones(A.shape[0]), "float64"),
                          executor="dataflow")
         assert t3.polls_pending(run.tables) is pending

@@ -160,7 +160,7 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 
 @triton.jit
 def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
-             SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
+             SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr, PENDING: tl.constexpr = False):
     """Σ a·x over a row's entries past its first CHUNK. Up to 4·CHUNK entries the R rows go side by
     side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
     row goes alone, 32·CHUNK entries a trip across the whole program: every trip costs the same
@@ -169,7 +169,7 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
     4·CHUNK entries) compiles that stage in; where no row needs it the kernel stays as it was. A
     first version checked at run time instead, a reduction after every wait, and the grids were
     slower in the call that measured it (2D Poisson 1.73 against 1.50 ms, on a host that was
-    slow too, so the check's share is not known)."""
+    slow too, so the check's share is not known). PENDING: as vec_loads'."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     if WIDE:
         near = tl.minimum(end, start + 4 * CHUNK)
@@ -180,7 +180,7 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
         me = ok[:, None] & (e < near[:, None])
         ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
         xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT, SENT,
-                          NAP)
+                          NAP, PENDING)
         acc += tl.sum(ae * xe, 1)
     if WIDE:
         lanes = tl.arange(0, start.shape[0])
@@ -194,7 +194,7 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
                 me = e < hi
                 ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
                 xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT,
-                                  SENT, NAP)
+                                  SENT, NAP, PENDING)
                 part += ae * xe
             acc += tl.where(lanes == r, tl.sum(part), 0.0)
     return acc

@@ -56,8 +56,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   block's results are one contiguous store; the slots go back to row order after the launch. R,
   and how far ahead a persistent program takes its tickets (tickets_ahead: on DAGs of many entries
   a level the next ticket is held, and its record prefetched, while the block waits), come from
-  the pattern (dataflow_shape); records wider than CHUNK poll again only the entries still pending
-  (polls_pending). Measured on the H100 (float64, wavefront schedule, package CLI;
+  the pattern (dataflow_shape); where rows are longer than CHUNK a repeated poll reads only the
+  entries still pending (polls_pending). Measured on the H100 (float64, wavefront schedule, package CLI;
   figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D 1.30 / 1.30 / 2.46 ms
   against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 / 0.72 / 0.82, 27-point
   0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 / 1.83 against 1.19 / 0.95
@@ -592,7 +592,7 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     that next block's record (with PTX). Holding tickets ahead keeps the tickets' argument (module
     docstring): a program's current block is the lowest it holds, so the lowest unfinished block
     is some running program's current one, and everything it waits for is finished. PENDING
-    (polls_pending): a repeated poll reads only the entries still pending (vec_loads)."""
+    (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum)."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
     n1 = N_BLK
     if LOOP and AHEAD > 0:
@@ -607,7 +607,8 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
         ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
-        tail = tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP, WIDE)
+        tail = tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP, WIDE,
+                        PENDING)
         r = rhs + (tl.sum(a * x, 1) + sign * tail)
         q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
         q = tl.fma(tl.fma(-q, d, r), dinv, q)
@@ -662,20 +663,27 @@ def record_chunk(tables) -> int:
     reads; else CHUNK, the rest of a longer row read through tail_sum. Measured on the H100
     (2026-11-26, float64, wavefront schedule): 27-point grid (rows of 14 and 27) 0.58 / 0.57 /
     0.94 ms with 32 slots against 0.76 / 0.72 / 1.57 with 8; the power-law graph (a few rows of
-    thousands, most of a few) 1.65 / 1.48 / 2.91 with 32 against 0.84 / 0.68 / 1.82 with 8.
-    Records wider than CHUNK also poll again only the entries still pending (_dataflow's
-    PENDING): 27-point 0.476 / 0.469 / 0.761 ms against 0.583 / 0.565 / 0.822 re-reading every
-    entry, while the 8-slot grids lost 2–4 % with it (2D 1.338 / 1.347 / 2.550 against 1.297 /
-    1.301 / 2.459, 3D 0.468 / 0.453 / 0.609 against 0.461 / 0.444 / 0.589; H100, 2026-11-26,
-    wavefront schedule, A/B/B/A in one call, figures/data/pending_ab_*)."""
+    thousands, most of a few) 1.65 / 1.48 / 2.91 with 32 against 0.84 / 0.68 / 1.82 with 8."""
     widest = triton.next_power_of_2(max(tables.longest, 1))
     return max(CHUNK, widest) if widest <= RECORD_CHUNK else CHUNK
 
 
 def polls_pending(tables) -> bool:
     """Whether the dataflow executor's repeated polls read only the entries still pending
-    (vec_loads' PENDING): for records wider than CHUNK (record_chunk's docstring has the A/B)."""
-    return record_chunk(tables) > CHUNK
+    (vec_loads' PENDING), in the records and in tail_sum's trips: where some row is longer than
+    CHUNK. Measured on the H100 (2026-11-26, float64, wavefront schedule), sptrsv_spmv /
+    spmv_sptrsv / sptrsv_sptrsv, pending polls against re-reading every entry:
+      27-point grid (rows of 14 and 27, 32-slot records; A/B/B/A in one call,
+        figures/data/pending_ab_*): 0.476 / 0.469 / 0.761 ms against 0.583 / 0.565 / 0.822;
+      power-law graph (hubs of thousands, their entries read by tail_sum's wide trips; one call,
+        the rule's cells first and last, figures/data/pending_powerlaw_*): records and trips
+        0.777 / 0.669 / 1.475 ms, trips alone 0.804 / 0.673 / 1.515, records alone 0.825 / 0.676
+        / 1.774, neither 0.835–0.845 / 0.674–0.677 / 1.800–1.806; the package CLI, later, measured
+        less: 0.810 / 0.680 / 1.68 against 0.856 / 0.683 / 1.83 before (records_pending_powerlaw_*);
+      2D and 3D grids (rows of at most 5 and 7): slower with it, 2D 1.338 / 1.347 / 2.550 against
+        1.297 / 1.301 / 2.459, 3D 0.468 / 0.453 / 0.609 against 0.461 / 0.444 / 0.589
+        (pending_ab_*): a few instructions more per poll cost more than the loads they save."""
+    return tables.longest > CHUNK
 
 
 def _dataflow_plan(schedule, mats, tables, R, tickets, device):
