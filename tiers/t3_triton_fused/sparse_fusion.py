@@ -57,14 +57,14 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   and how far ahead a persistent program takes its tickets (tickets_ahead: on DAGs of many entries
   a level the next ticket is held, and its record prefetched, while the block waits), come from
   the pattern (dataflow_shape); where rows are longer than CHUNK a repeated poll reads only the
-  entries still pending (polls_pending). Measured on the H100 (float64, wavefront schedule, package CLI;
-  figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D 1.30 / 1.30 / 2.46 ms
-  against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 / 0.72 / 0.82, 27-point
-  0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 / 1.83 against 1.19 / 0.95
-  / 2.09 (the old code's rows from earlier calls that day; on the 2D and 3D grids it repeated
-  within 1 % over three calls on three machine instances). Tried and not kept: stores in row
-  order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 / 0.77); 8 entry slots
-  on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32 slots on the
+  entries still pending (polls_pending). Measured on the H100 (float64, wavefront schedule,
+  package CLI; figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D 1.30 / 1.30
+  / 2.46 ms against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 / 0.72 / 0.82,
+  27-point 0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 / 1.83 against
+  1.19 / 0.95 / 2.09 (the old code's rows from earlier calls that day; on the 2D and 3D grids it
+  repeated within 1 % over three calls on three machine instances). Tried and not kept: stores in
+  row order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 / 0.77); 8 entry
+  slots on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32 slots on the
   power-law graph, padding its short rows (1.65 / 1.48 / 2.91); a slot buffer kept between calls
   and reset by a small kernel that also puts the outputs in row order, so that a call neither
   fills the slots with the sentinel nor copies its input twice — within 1 % either way
