@@ -632,10 +632,10 @@ def table_args(dev) -> list:
     return [dev[k] for k in RowTables.ARRAYS]
 
 
-def new_vector(tables, vector, values):
-    """VEC for one call: the input vector, then room for the outputs (NaN under TIERS_POISON).
-    A prepared runner takes vectors like the one it was prepared for: same length, dtype and
-    device as its values."""
+def new_vector(tables, vector, values, copy_in=True):
+    """VEC for one call: the input vector (not copied without copy_in, for an executor that
+    copies it elsewhere), then room for the outputs (NaN under TIERS_POISON). A prepared runner
+    takes vectors like the one it was prepared for: same length, dtype and device as its values."""
     from tiers.buffers import empty
 
     n = tables.n1
@@ -645,7 +645,8 @@ def new_vector(tables, vector, values):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
                          f"{values.dtype} on {values.device}")
     vec = empty((tables.vec_len,), dtype=vector.dtype, device=vector.device)
-    vec[:n].copy_(vector)
+    if copy_in:
+        vec[:n].copy_(vector)
     return vec
 
 

@@ -68,7 +68,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   power-law graph, padding its short rows (1.65 / 1.48 / 2.91); a slot buffer kept between calls
   and reset by a small kernel that also puts the outputs in row order, so that a call neither
   fills the slots with the sentinel nor copies its input twice — within 1 % either way
-  (figures/data/unslot_ab_*), not worth state that must survive interrupted calls.
+  (figures/data/unslot_ab_*), not worth state that must survive interrupted calls; the input is
+  now copied once, straight into the slot layout (_run_dataflow).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -729,23 +730,24 @@ def _dataflow_values(plan, values):
     return {"a": a, "d": d, "dinv": 1 / d, "sign": sign}
 
 
-def _run_dataflow(run, val, vec):
+def _run_dataflow(run, val, vec, vector):
+    """One call: the input vector into the slot layout, the launch, the outputs back into VEC in
+    row order. The kernel's shape (record slots, wide trips, pending polls) was derived from the
+    pattern once, in Prepared (record_shape)."""
     count, sdev = run.plan
     if count == 0:
         return
     n = run.tables.n1
     slots = torch.empty(n + count * run.block_rows, dtype=vec.dtype, device=vec.device)
-    slots[:n] = vec[:n]
+    slots[:n] = vector
     ticket = _await_from(slots, n)
     rv = run.record_values
     grid = (_programs(count, run.programs_per_sm, val.device),)
     _dataflow[grid](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
                     rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
-                    CHUNK=record_chunk(run.tables), SENT=SENTINEL[vec.dtype],
-                    NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
-                    WIDE=run.tables.wide(record_chunk(run.tables)),
+                    SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
                     AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                    PENDING=polls_pending(run.tables), num_warps=run.num_warps)
+                    num_warps=run.num_warps, **run.record_shape)
     vec[n:] = slots[sdev["back"]]
 
 
@@ -1020,19 +1022,25 @@ class Prepared:
                                         lambda: _dataflow_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, device))
             self.record_values = _dataflow_values(self.plan, self.values)
+            chunk = record_chunk(self.tables)
+            self.record_shape = {"CHUNK": chunk, "WIDE": self.tables.wide(chunk),
+                                 "PENDING": polls_pending(self.tables)}
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
 
     def __call__(self, vector):
-        vec = rows.new_vector(self.tables, vector, self.values)
+        flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
+        vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
-        RUNS[self.executor](self, val, vec)
+        if flow:
+            _run_dataflow(self, val, vec, vector)
+        else:
+            RUNS[self.executor](self, val, vec)
         return rows.results(self.tables, self.problem, val, vec)
 
 
-RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "dataflow": _run_dataflow, "chains": _run_chains,
-        "segments": _run_segments}
+RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains, "segments": _run_segments}
 
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
