@@ -111,6 +111,18 @@ def test_comparison_fails_on_wrong_answer():
     assert not compare(spec(q, k, v, causal=True), ref, "bfloat16")["ok"]
 
 
+def test_comparison_scale_judges_a_cancelling_result():
+    """With `scale` (the terms' magnitudes) round-off of a result that cancels passes, a wrong
+    answer still fails, and a scale below |ref| is refused."""
+    ref, scale = np.array([1e-3, 0.0, 2.0]), np.array([10.0, 10.0, 2.0])
+    rounded = ref + np.array([5e-5, -3e-5, 0.0])
+    assert not compare(rounded, ref, "float32")["ok"]
+    assert compare(rounded, ref, "float32", scale)["ok"]
+    assert not compare(ref + np.array([1e-2, 0.0, 0.0]), ref, "float32", scale)["ok"]
+    with pytest.raises(ValueError, match="at least"):
+        compare(ref, ref, "float32", np.ones(3))
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="autotuning runs only on a GPU")
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_autotuned_path(dtype, monkeypatch):
