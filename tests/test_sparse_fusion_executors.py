@@ -126,7 +126,7 @@ def test_hub_rows_longer_than_many_chunks(tier_executor):
 
 def _arrow(n, seed):
     """SPD, a few random couplings plus a dense last row and column: tril's and A's last rows hold
-    all n entries, many trips of the tail loops' wide stage (32·CHUNK entries a trip)."""
+    all n entries, many trips of the tail loops' wide stage (32·CHUNK entries a trip, or fewer)."""
     import scipy.sparse as sps
     rng = np.random.default_rng(seed)
     i = rng.integers(0, n, 3 * n)
@@ -164,10 +164,15 @@ def test_rows_of_several_wide_trips(tier_executor):
                f"{tier_executor} {pair} {dtype}")
 
 
-@pytest.mark.parametrize("n", [4 * t3.CHUNK, 4 * t3.CHUNK + 1, 36 * t3.CHUNK, 36 * t3.CHUNK + 1])
+DATAFLOW_TRIP = 32 * t3.CHUNK // t3.WIDE_TRIP_DIV     # the dataflow executor's narrower wide trips
+
+
+@pytest.mark.parametrize("n", sorted({4 * t3.CHUNK, 4 * t3.CHUNK + 1, 4 * t3.CHUNK + DATAFLOW_TRIP,
+                                      4 * t3.CHUNK + DATAFLOW_TRIP + 1, 36 * t3.CHUNK, 36 * t3.CHUNK + 1}))
 def test_wide_stage_edges(n):
     """Rows that end exactly where the side-by-side stage ends, one past it (a wide trip of one
-    entry), exactly one wide trip past it, and one entry into a second trip."""
+    entry), exactly one wide trip past it, and one entry into a second trip — for t2's trips and
+    for the dataflow executor's narrower ones (WIDE_TRIP_DIV)."""
     A = _arrow(n, _seed("edges", n))
     b = np.random.default_rng(_seed("edges", "b", n)).standard_normal(n)
     for pair in ("sptrsv_spmv", "spmv_sptrsv"):

@@ -160,16 +160,18 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 
 @triton.jit
 def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
-             SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr, PENDING: tl.constexpr = False):
+             SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr, PENDING: tl.constexpr = False,
+             TRIP_DIV: tl.constexpr = 1):
     """Σ a·x over a row's entries past its first CHUNK. Up to 4·CHUNK entries the R rows go side by
     side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
-    row goes alone, 32·CHUNK entries a trip across the whole program: every trip costs the same
-    two dependent round trips to memory (positions, then values and vector entries), so a hub
-    of 3000 entries takes 12 trips instead of 375. WIDE (RowTables.wide: some row has more than
-    4·CHUNK entries) compiles that stage in; where no row needs it the kernel stays as it was. A
-    first version checked at run time instead, a reduction after every wait, and the grids were
-    slower in the call that measured it (2D Poisson 1.73 against 1.50 ms, on a host that was
-    slow too, so the check's share is not known). PENDING: as vec_loads'."""
+    row goes alone, 32·CHUNK / TRIP_DIV entries a trip across the whole program: every trip costs
+    the same two dependent round trips to memory (positions, then values and vector entries), so
+    a hub of 3000 entries takes 12 trips (TRIP_DIV 1) instead of 375. A narrower trip holds fewer
+    registers all through the kernel that inlines it (t3's WIDE_TRIP_DIV). WIDE (RowTables.wide:
+    some row has more than 4·CHUNK entries) compiles that stage in; where no row needs it the
+    kernel stays as it was. A first version checked at run time instead, a reduction after every
+    wait, and the grids were slower in the call that measured it (2D Poisson 1.73 against 1.50 ms,
+    on a host that was slow too, so the check's share is not known). PENDING: as vec_loads'."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     if WIDE:
         near = tl.minimum(end, start + 4 * CHUNK)
@@ -188,9 +190,9 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
             here = ok & (lanes == r)
             lo = tl.sum(tl.where(here, start, 0)) + 4 * CHUNK
             hi = tl.sum(tl.where(here, end, 0))
-            part = tl.zeros([32 * CHUNK], dtype=VAL.dtype.element_ty)
-            for c in range(lo, hi, 32 * CHUNK):
-                e = c + tl.arange(0, 32 * CHUNK)
+            part = tl.zeros([32 * CHUNK // TRIP_DIV], dtype=VAL.dtype.element_ty)
+            for c in range(lo, hi, 32 * CHUNK // TRIP_DIV):
+                e = c + tl.arange(0, 32 * CHUNK // TRIP_DIV)
                 me = e < hi
                 ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
                 xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT,

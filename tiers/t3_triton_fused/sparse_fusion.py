@@ -174,6 +174,16 @@ RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (r
 WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which blocks hold 8 (dataflow_shape)
 BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tickets are held ahead (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
+WIDE_TRIP_DIV = 2
+"""dataflow: tail_sum's wide trips over a row of more than 4·CHUNK entries take 32·CHUNK /
+WIDE_TRIP_DIV of them. The wide stage's vectors set the kernel's registers, and so how many
+one-warp programs an SM holds (ncu on the power-law sptrsv_spmv, H100: 122 registers a thread,
+16 programs an SM by registers, 0.36 instructions issued per cycle and scheduler). Measured on
+the H100 (2026-11-27, power-law graph, float64, wavefront schedule, figures/data/trip_*),
+sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv at 16 programs per SM: TRIP_DIV 1 (122 registers)
+0.800 / 0.666 / 1.672 ms, 2 (72) 0.757 / 0.656 / 1.329, 4 (64) 0.797 / 0.658 / 1.601; 24 or 32
+programs per SM were no faster with any of them, and capping the registers instead (maxnreg 64 /
+72 / 80) spilled and lost 10–35 % (figures/data/regs_*). The grids never take the wide stage."""
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -245,7 +255,8 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     misses the power-law spmv_sptrsv by 9 % (it wants R = 8, which costs its two solves 35 %); a
     rule per pair was not tried. Measured with the rule, the 27-point grid's three pairs took
     0.584 / 0.567 / 0.812 ms (records_busy27_*). 24 and 32 programs per SM instead of 16 were
-    slower on every grid and no faster on the power-law graph (pps_records_*)."""
+    slower on every grid and no faster on the power-law graph (pps_records_*), whose kernel's
+    registers then let an SM hold only 16 (WIDE_TRIP_DIV)."""
     depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
     wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * depth
     busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
@@ -579,7 +590,8 @@ def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr,
 @triton.jit
 def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, ENT_VEC, VAL, VEC, N_IN,
               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
-              WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr):
+              WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
+              TRIP_DIV: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -593,7 +605,8 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     that next block's record (with PTX). Holding tickets ahead keeps the tickets' argument (module
     docstring): a program's current block is the lowest it holds, so the lowest unfinished block
     is some running program's current one, and everything it waits for is finished. PENDING
-    (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum)."""
+    (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum).
+    TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV)."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
     n1 = N_BLK
     if LOOP and AHEAD > 0:
@@ -609,7 +622,7 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
         tail = tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP, WIDE,
-                        PENDING)
+                        PENDING, TRIP_DIV)
         r = rhs + (tl.sum(a * x, 1) + sign * tail)
         q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
         q = tl.fma(tl.fma(-q, d, r), dinv, q)
@@ -1024,7 +1037,7 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             chunk = record_chunk(self.tables)
             self.record_shape = {"CHUNK": chunk, "WIDE": self.tables.wide(chunk),
-                                 "PENDING": polls_pending(self.tables)}
+                                 "PENDING": polls_pending(self.tables), "TRIP_DIV": WIDE_TRIP_DIV}
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
