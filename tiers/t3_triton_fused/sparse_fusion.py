@@ -176,14 +176,14 @@ BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tick
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
 WIDE_TRIP_DIV = 2
 """dataflow: tail_sum's wide trips over a row of more than 4·CHUNK entries take 32·CHUNK /
-WIDE_TRIP_DIV of them. The wide stage's vectors set the kernel's registers, and so how many
-one-warp programs an SM holds (ncu on the power-law sptrsv_spmv, H100: 122 registers a thread,
-16 programs an SM by registers, 0.36 instructions issued per cycle and scheduler). Measured on
-the H100 (2026-11-27, power-law graph, float64, wavefront schedule, figures/data/trip_*),
-sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv at 16 programs per SM: TRIP_DIV 1 (122 registers)
-0.800 / 0.666 / 1.672 ms, 2 (72) 0.757 / 0.656 / 1.329, 4 (64) 0.797 / 0.658 / 1.601; 24 or 32
-programs per SM were no faster with any of them, and capping the registers instead (maxnreg 64 /
-72 / 80) spilled and lost 10–35 % (figures/data/regs_*). The grids never take the wide stage."""
+WIDE_TRIP_DIV of them. The wide stage's vectors set the kernel's registers (ncu on the power-law
+sptrsv_spmv, H100: 122 registers a thread with trips of 256, 72 with 128). Measured on the H100
+(2026-11-27, power-law graph, float64, wavefront schedule, figures/data/trip_*), sptrsv_spmv /
+spmv_sptrsv / sptrsv_sptrsv at 16 programs per SM: TRIP_DIV 1 (122 registers) 0.800 / 0.666 /
+1.672 ms, 2 (72) 0.757 / 0.656 / 1.329, 4 (64) 0.797 / 0.658 / 1.601. Why 2 is fastest is not
+known: not more resident programs (24 or 32 per SM were no faster with any of them, though 72
+registers allow 28), and capping the registers instead (maxnreg 64 / 72 / 80) spilled and lost
+10–35 % (figures/data/regs_*). The grids never take the wide stage."""
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -256,7 +256,8 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     rule per pair was not tried. Measured with the rule, the 27-point grid's three pairs took
     0.584 / 0.567 / 0.812 ms (records_busy27_*). 24 and 32 programs per SM instead of 16 were
     slower on every grid and no faster on the power-law graph (pps_records_*), whose kernel's
-    registers then let an SM hold only 16 (WIDE_TRIP_DIV)."""
+    registers then let an SM hold only 16 — and with fewer since, 24 were still no faster
+    (WIDE_TRIP_DIV)."""
     depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
     wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * depth
     busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
