@@ -14,7 +14,8 @@ from tests.helpers import dtypes_for, randn, to_tier
 from tiers import registry
 from tiers.acsr import ACSR
 from tiers.t0_numpy.attention import attention as dense_spec
-from tiers.t0_numpy.sparse_attention import sparse_attention as spec, sparse_attention_backward as spec_backward
+from tiers.t0_numpy.sparse_attention import (sparse_attention as spec, sparse_attention_backward as spec_backward,
+                                             sparse_attention_backward_magnitudes as spec_magnitudes)
 from tiers.tolerances import assert_close
 
 ALG = registry.ALGORITHMS["sparse_attention"]
@@ -704,27 +705,12 @@ def test_gradients_match_spec(tier, dtype, pid, build, Lk):
         assert torch.isfinite(t.grad).all()
 
 
-def _backward_scales(q, k, v, pattern, dout):
-    """The magnitudes float32 rounding in (dq, dk, dv) grows from: the spec's formulas with each
-    term by absolute value, |dP| + |δ| for dP − δ. A row that sees one key has dq = 0 exactly, yet
-    dP and δ = rowsum(dO·O) are the same number summed in two orders (t3 takes δ from O, as
-    FlashAttention does), so its dq is round-off of |dP|·|k|; random masks made such rows, beside
-    rows whose softmax saturates, and the relative error of the whole tensor then meant nothing."""
-    s = np.where(pattern.to_mask(), q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -np.inf)
-    top = s.max(axis=-1, keepdims=True)
-    e = np.where(np.isfinite(s), np.exp(s - np.where(np.isfinite(top), top, 0)), 0)
-    p = e / np.maximum(e.sum(axis=-1, keepdims=True), 1e-300)
-    g = p * (np.abs(dout) @ np.swapaxes(np.abs(v), -1, -2) + (np.abs(dout) * np.abs(p @ v)).sum(-1, keepdims=True))
-    c = 1 / np.sqrt(q.shape[-1])
-    return c * g @ np.abs(k), c * np.swapaxes(g, -1, -2) @ np.abs(q), np.swapaxes(p, -1, -2) @ np.abs(dout)
-
-
 @pytest.mark.parametrize("tier", BACKWARD)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=_tier_problems(), seed=st.integers(0, 2**31))
 @example(problem=(ACSR(Lq=7, Lk=7, row_bounds=[0, 4, 5, 7], seg_ptr=[0, 1, 2, 2],   # rows of one key and a
                        segs=[[2, 4, 1, 0, 1], [0, 0, 6, 0, 2]]), (1, 1, 7, 32)),   # saturated row: it failed
-         seed=56739)                                                              # by ‖ref‖ (_backward_scales)
+         seed=56739)                                                              # by ‖ref‖ (spec_magnitudes)
 def test_gradient_property_sweep(tier, problem, seed):
     """Every constructor and random masks (t3 inverts each segment's band to find the queries of
     a key tile, so odd slopes and edge groups must be covered)."""
@@ -733,10 +719,8 @@ def test_gradient_property_sweep(tier, problem, seed):
     tq, tk, tv = (to_tier(randn(rng, B, H, L, D), tier, "float32", requires_grad=True) for _ in range(3))
     tdo = to_tier(randn(rng, B, H, L, D), tier, "float32")
     (_impl(tier)(tq, tk, tv, pattern) * tdo).sum().backward()
-    refs = spec_backward(*(t.detach().double().cpu().numpy() for t in (tq, tk, tv)), pattern,
-                         tdo.double().cpu().numpy())
-    scales = _backward_scales(*(t.detach().double().cpu().numpy() for t in (tq, tk, tv)), pattern,
-                              tdo.double().cpu().numpy())
+    exact = [t.detach().double().cpu().numpy() for t in (tq, tk, tv, tdo)]
+    refs, scales = spec_backward(*exact[:3], pattern, exact[3]), spec_magnitudes(*exact[:3], pattern, exact[3])
     for name, t, ref, scale in zip("qkv", (tq, tk, tv), refs, scales):
         assert_close(t.grad, ref, "float32", what=f"d{name}", scale=scale)
 
