@@ -188,11 +188,13 @@ def test_wide_stage_edges(n):
 @pytest.mark.parametrize("per_sm", [1, 2])
 def test_persistent_programs(executor, per_sm):
     """Persistent programs (a few per SM, each taking tickets until none is left) give the same
-    numbers as one program per block, on every pair they can run."""
+    numbers as one program per block, on every pair they can run (the dataflow executor's ticket
+    counter here; its striding programs in test_dataflow_claim_stride)."""
     for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
         mats, b = _problem(pair)
         run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
-                         executor=executor, programs_per_sm=per_sm)
+                         executor=executor, programs_per_sm=per_sm,
+                         **({"claim": "counter"} if executor == "dataflow" else {}))
         assert run.plan[0] >= 2 * per_sm and t3._programs(run.plan[0], per_sm, torch.device("cpu")) == per_sm
         _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
                "float64", f"{executor} P={per_sm} {pair}")
@@ -205,23 +207,42 @@ def test_dataflow_tickets_ahead(ahead):
     block ignores the option."""
     for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
         mats, b = _problem(pair)
-        for per_sm in (2, 0):
+        for per_sm, claim in ((2, "counter"), (2, "stride"), (0, None)):
             run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
-                             executor="dataflow", programs_per_sm=per_sm, tickets_ahead=ahead)
-            assert run.tickets_ahead == ahead
+                             executor="dataflow", programs_per_sm=per_sm, tickets_ahead=ahead, claim=claim)
+            assert run.tickets_ahead == ahead and run.claim == (claim or "counter")
             _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
-                   "float64", f"dataflow ahead={ahead} P={per_sm} {pair}")
+                   "float64", f"dataflow ahead={ahead} P={per_sm} {claim} {pair}")
+
+
+@pytest.mark.parametrize("ahead", [0, 2])
+def test_dataflow_claim_stride(ahead):
+    """Programs striding over the blocks instead of taking tickets give t0's numbers (in the
+    interpreter one program takes every block in order; the GPU smoke check runs many); striding
+    needs persistent programs."""
+    for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
+        mats, b = _problem(pair)
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
+                         executor="dataflow", tickets_ahead=ahead, claim="stride")
+        assert run.claim == "stride"
+        _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+               "float64", f"dataflow stride ahead={ahead} {pair}")
+    assert t3.tuning_defaults("dataflow")["claim"] == t3.CLAIM == "stride"
+    with pytest.raises(ValueError, match="claim must be one of counter, stride or None, got 'static'"):
+        t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="static")
+    with pytest.raises(ValueError, match=r"claim='stride' .* needs programs_per_sm > 0"):
+        t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="stride", programs_per_sm=0)
 
 
 def _dataflow_options(A, pair="sptrsv_spmv"):
     mats = operands(pair, A)
-    run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow")
+    run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow", claim="counter")
     return run.block_rows, run.tickets_ahead, t3.record_chunk(run.tables)
 
 
 def test_dataflow_shape_and_record_chunk():
-    """dataflow_shape: a joint DAG of at least BUSY_ENTRIES entries a level takes its tickets two
-    ahead, and one of at least WIDE_LEVELS iterations a level blocks of 8 where no row needs a
+    """dataflow_shape (what the ticket counter takes; striding programs prefetch, ahead 2): a joint
+    DAG of at least BUSY_ENTRIES entries a level takes its tickets two ahead, and one of at least WIDE_LEVELS iterations a level blocks of 8 where no row needs a
     tail; otherwise (4, 0). record_chunk: all of the longest row where it fits in RECORD_CHUNK
     slots, else CHUNK; where a row is longer than CHUNK polls re-read only pending entries. The
     benchmark records what prepare chose."""
@@ -235,14 +256,19 @@ def test_dataflow_shape_and_record_chunk():
     band = sp.diags([2.0] + [0.5] * 5, [0, 1, 2, 3, 4, 5], shape=(t3.WIDE_LEVELS,) * 2, format="csr")
     band = band + band.T                                                          # the SpMV rows: 11 entries
     busy = t3.prepare("sptrsv_spmv", sp.diags(band.diagonal(), format="csr"), band,
-                      like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow")
+                      like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow", claim="counter")
     assert (busy.block_rows, busy.tickets_ahead) == (4, 2)        # 11 · 2048 / 2 entries a level; rows > CHUNK
     hub = sp.lil_matrix(band)
     hub[0, 1:t3.RECORD_CHUNK + 1] = 1.0       # an SpMV row longer than the slots (upper: no new level)
     hub = sp.csr_matrix(hub)
-    assert t3.record_chunk(t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
-                                      like=_vector(np.ones(t3.WIDE_LEVELS), "float64"),
-                                      executor="dataflow").tables) == t3.CHUNK
+    hub_run = t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
+                         like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow")
+    assert t3.record_chunk(hub_run.tables) == t3.CHUNK
+    # dataflow_programs: more programs per SM where a row takes the wide stage
+    assert hub_run.tables.wide(t3.CHUNK) and hub_run.programs_per_sm == t3.WIDE_PROGRAMS_PER_SM
+    assert busy.programs_per_sm == t3.PROGRAMS_PER_SM != t3.WIDE_PROGRAMS_PER_SM
+    assert t3.tuning_defaults("dataflow")["programs_per_sm"] is None
+    assert t3.tuning_defaults("chains")["programs_per_sm"] == t3.PROGRAMS_PER_SM
     # polls re-read only pending entries where some row is longer than CHUNK (the poll loop itself
     # never turns in the interpreter, where every awaited block is done: the GPU smoke check runs it)
     for A, pending in ((sm.poisson2d(6), False), (sm.poisson3d(3), False), (sm.poisson3d(3, points=27), True),
@@ -256,7 +282,10 @@ def test_dataflow_shape_and_record_chunk():
     fn = registry.get("sparse_fusion", "t3_triton_fused", "sptrsv_spmv")
     row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
                     {"block_rows": None, "tickets": "mid", "tickets_ahead": None})
-    assert row["block_rows"] == 4 and row["tickets_ahead"] == 0
+    assert row["block_rows"] == 4 and row["tickets_ahead"] == 2 and row["claim"] == "stride"   # stride: prefetch
+    row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
+                    {"block_rows": None, "tickets": "mid", "tickets_ahead": None}, {"claim": "counter"})
+    assert row["block_rows"] == 4 and row["tickets_ahead"] == 0 and row["claim"] == "counter"
 
 
 def test_dataflow_records_put_results_back_in_row_order():

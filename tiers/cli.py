@@ -143,6 +143,9 @@ def main(argv=None):
     b.add_argument("--tickets-ahead", default=None,
                    help="sparse_fusion: comma list of tickets a persistent program of t3's dataflow executor holds "
                         "beyond its block (0, 1, 2; a sweep)")
+    b.add_argument("--claim", default=None,
+                   help="sparse_fusion: comma list of ways a persistent program of t3's dataflow executor finds its "
+                        "next block (counter, stride; a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--reps", type=int, default=1,
                    help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")
@@ -210,7 +213,8 @@ def main(argv=None):
             chain_steps=_ints(args.chain_steps) if args.chain_steps else (None,),
             programs_per_sm=_ints(args.programs_per_sm) if args.programs_per_sm else (None,),
             tickets=tuple(args.tickets.split(",")) if args.tickets else (None,),
-            tickets_ahead=_ints(args.tickets_ahead) if args.tickets_ahead else (None,))
+            tickets_ahead=_ints(args.tickets_ahead) if args.tickets_ahead else (None,),
+            claim=tuple(args.claim.split(",")) if args.claim else (None,))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

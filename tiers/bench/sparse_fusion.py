@@ -69,7 +69,8 @@ MATRICES = {
 }
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
-             "options", "block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets", "tickets_ahead")
+             "options", "block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets", "tickets_ahead",
+             "claim")
 
 
 def make_matrix(name: str, size: int):
@@ -589,6 +590,7 @@ class _Case:
         label += f" P={row['programs_per_sm']}/SM" if row.get("programs_per_sm") else ""
         label += f" tickets={row['tickets']}" if row.get("tickets") else ""
         label += f" ahead={row['tickets_ahead']}" if row.get("tickets_ahead") else ""
+        label += f" claim={row['claim']}" if row.get("claim") not in (None, "counter") else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),
@@ -625,7 +627,7 @@ class _Case:
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
         sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
         progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,), chain_steps=(None,),
-        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,)):
+        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,), claim=(None,)):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
@@ -635,7 +637,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     executors' sleep between polls, `chain_steps` the chain executor's links per block,
     `programs_per_sm` their persistent programs per SM (0: one program per block), `tickets` the
     block order of the dataflow and flag executors, `tickets_ahead` the tickets a persistent
-    dataflow program holds beyond its block."""
+    dataflow program holds beyond its block, `claim` how it finds its next block."""
     import torch
 
     from tiers import registry
@@ -662,7 +664,8 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     sizes, workers = dict(sizes or {}), tuple(workers) or (None,)
     tiers_here = [p for p in providers if p in TIER_PROVIDERS]
     sweeps = {"block_rows": block_rows, "nap_ns": nap_ns, "chain_steps": chain_steps,
-              "programs_per_sm": programs_per_sm, "tickets": tickets, "tickets_ahead": tickets_ahead}
+              "programs_per_sm": programs_per_sm, "tickets": tickets, "tickets_ahead": tickets_ahead,
+              "claim": claim}
     rows, paths = [], ()
 
     def write():

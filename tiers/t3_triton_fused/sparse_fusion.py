@@ -86,6 +86,11 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   2D (1.47 / 1.75 / 2.84 vs 1.63 / 1.92 / 3.18 ms, figures/data/nap_tickets_sparse_fusion_*),
   within 1 % on 3D and the power-law graph, 6 % slower on 27-point sptrsv_sptrsv.
 
+  Striding programs (dataflow, since 2026-11-27; CLAIMS). The ticket counter serves one atomic
+  every 0.75 ns on the H100, a floor of 0.38 ms under the power-law graph's 500 000 blocks. Now
+  program p of P runs blocks p, p + P, … in ticket order, launched cooperatively so that every
+  program runs (the argument then goes through without tickets), and prefetches its next record.
+
 executor="chains": the dataflow executor over other blocks (chain_blocks): a program walks a
 chain of iterations that each wait last on the one before, carrying each value to the next step
 in a register. Measured on the H100 (2026-11-25, float64): a chain step costs about what a hop
@@ -174,6 +179,7 @@ RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (r
 WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which blocks hold 8 (dataflow_shape)
 BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tickets are held ahead (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
+WIDE_PROGRAMS_PER_SM = 24  # dataflow: persistent programs per SM where rows take the wide stage (dataflow_programs)
 WIDE_TRIP_DIV = 2
 """dataflow: tail_sum's wide trips over a row of more than 4·CHUNK entries take 32·CHUNK /
 WIDE_TRIP_DIV of them. The wide stage's vectors set the kernel's registers (ncu on the power-law
@@ -184,6 +190,26 @@ spmv_sptrsv / sptrsv_sptrsv at 16 programs per SM: TRIP_DIV 1 (122 registers) 0.
 known: not more resident programs (24 or 32 per SM were no faster with any of them, though 72
 registers allow 28), and capping the registers instead (maxnreg 64 / 72 / 80) spilled and lost
 10–35 % (figures/data/regs_*). The grids never take the wide stage."""
+CLAIMS = ("counter", "stride")
+CLAIM = "stride"
+"""dataflow: how a persistent program finds its next block (one program per block, programs_per_sm
+= 0, always takes a ticket). "counter": the next ticket of one atomic counter (the tickets'
+argument, module docstring). "stride": program p of P runs blocks p, p + P, p + 2P, … in ticket
+order, no atomic. The lowest unfinished block is then the current block of its program, whose
+earlier blocks are lower and done, and everything it waits for is lower still and done — if every
+program runs: so the launch is cooperative (all P programs resident at once, or the launch fails).
+The next block being known, its record is prefetched (tickets_ahead 2).
+Why: on the H100 one int32 counter serves a relaxed atomic every 0.75 ns however many programs
+ask (2026-11-27, 1 056–4 224 one-warp programs, figures/data/ticket_batch_probe_*), so 500 000
+tickets — the power-law graph's blocks of 4 — cost 0.38 ms, against cuSPARSE's 0.41 ms for the
+whole sptrsv_spmv. Taking several blocks per ticket, run one after another, was slower everywhere
+(2 a ticket: power-law 0.84 / 0.65 / 1.99 ms against 0.75 / 0.65 / 1.33, 2D 2.79 / 2.91 / 6.16
+against 1.29 / 1.29 / 2.45; not kept). Striding, measured on the H100 (package CLI, float64,
+wavefront schedule, sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, figures/data/stride_*; the counter
+in the A/B probe before it, stride_probe_*, 0.754 / 0.661 / 1.327 ms on the power-law graph):
+power-law 0.507 / 0.496 / 1.110 ms (24 programs per SM, dataflow_programs), 3D 0.337 / 0.328 /
+0.500 against the counter's 0.449 / 0.432 / 0.579, 27-point 0.429 / 0.424 / 0.693 against 0.468
+/ 0.466 / 0.757, 2D 1.208 / 1.193 / 2.283 against 1.288 / 1.292 / 2.450."""
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -194,7 +220,7 @@ figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warp
 faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
 so these executors take one."""
 TUNABLE = {"syncfree": ("block_rows", "tickets"),
-           "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead"),
+           "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead", "claim"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
@@ -207,8 +233,9 @@ def tuning_defaults(executor, pair=None) -> dict:
     executor (dataflow_shape)."""
     by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
-             "chain_steps": CHAIN_STEPS.get(executor), "programs_per_sm": PROGRAMS_PER_SM,
-             "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None}
+             "chain_steps": CHAIN_STEPS.get(executor),
+             "programs_per_sm": None if executor == "dataflow" else PROGRAMS_PER_SM,
+             "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None, "claim": CLAIM}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -235,7 +262,7 @@ def factor_block_rows(tables) -> int:
 
 def dataflow_shape(schedule, mats, tables) -> tuple:
     """(R, tickets_ahead) of the dataflow executor for this pair and pattern, from the joint DAG's
-    average level. A level of at least BUSY_ENTRIES entries keeps the programs busy: throughput,
+    average level (tickets_ahead as the ticket counter takes it; striding programs, CLAIMS, take 2). A level of at least BUSY_ENTRIES entries keeps the programs busy: throughput,
     not the chain of waits, bounds it, so a program holds its next ticket (and prefetches its
     record) while its block waits (2); a lighter one takes it after (0). At least WIDE_LEVELS
     iterations a level, and no row longer than CHUNK: blocks of 8 halve the tickets; else 4.
@@ -262,6 +289,19 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * depth
     busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
     return (8 if wide and tables.longest <= CHUNK else 4), (2 if busy else 0)
+
+
+def dataflow_programs(tables) -> int:
+    """Persistent programs per SM of the dataflow executor for this pattern: WIDE_PROGRAMS_PER_SM
+    where its kernel takes the wide stage (rows longer than 4·record_chunk entries: the hubs of a
+    power-law graph), else PROGRAMS_PER_SM. Measured on the H100 with striding programs (2026-11-27,
+    float64, package CLI, figures/data/stride_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv,
+    wavefront schedule: power-law graph 0.507 / 0.496 / 1.110 ms at 24 against 0.615 / 0.597 /
+    1.195 at 16; in the probe before it (stride_probe_*) the grids were mixed at 24 (3D 0.340 /
+    0.312 / 0.523 against 0.341 / 0.329 / 0.503, 27-point 0.458 / 0.445 / 0.722 against 0.429 /
+    0.423 / 0.694, 2D within 1 %). With the ticket counter 24 had been no faster (dataflow_shape):
+    the counter's atomics, one per block, were the floor then (CLAIMS)."""
+    return WIDE_PROGRAMS_PER_SM if tables.wide(record_chunk(tables)) else PROGRAMS_PER_SM
 
 
 def executors_for(pair: str) -> tuple:
@@ -592,7 +632,7 @@ def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr,
 def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, ENT_VEC, VAL, VEC, N_IN,
               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
-              TRIP_DIV: tl.constexpr):
+              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -608,14 +648,21 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     is some running program's current one, and everything it waits for is finished. PENDING
     (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum).
     TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV)."""
-    t = tl.atomic_add(TICKET, 1, sem="relaxed")
-    n1 = N_BLK
-    if LOOP and AHEAD > 0:
-        n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
+    if STRIDE:
+        t = tl.program_id(0)
+        n1 = t + tl.num_programs(0)
+    else:
+        t = tl.atomic_add(TICKET, 1, sem="relaxed")
+        n1 = N_BLK
+        if LOOP and AHEAD > 0:
+            n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     while t < N_BLK:
         px, a, rhs_at, start, end, sign, d, dinv = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R,
                                                             CHUNK)
-        if LOOP and AHEAD > 0:
+        if STRIDE:
+            if AHEAD == 2 and PTX:
+                _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
+        elif LOOP and AHEAD > 0:
             n2 = _ticket_later(TICKET, PTX)
             if AHEAD == 2 and PTX:
                 _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
@@ -628,7 +675,9 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
         q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
         q = tl.fma(tl.fma(-q, d, r), dinv, q)
         tl.store(VEC + N_IN + t * R + tl.arange(0, R), q)     # lane j of block t: its slot (_dataflow_plan)
-        if LOOP and AHEAD > 0:
+        if STRIDE:
+            t, n1 = n1, n1 + tl.num_programs(0)
+        elif LOOP and AHEAD > 0:
             t, n1 = n1, tl.max(n2, 0)
         else:
             t = _next_ticket(TICKET, N_BLK, LOOP)
@@ -756,12 +805,16 @@ def _run_dataflow(run, val, vec, vector):
     slots[:n] = vector
     ticket = _await_from(slots, n)
     rv = run.record_values
-    grid = (_programs(count, run.programs_per_sm, val.device),)
-    _dataflow[grid](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
+    stride = run.claim == "stride" and run.executor == "dataflow"
+    # striding programs must all run at once: a cooperative launch fails rather than leave one out;
+    # the interpreter runs programs one after another, so there a single one takes every block
+    programs = 1 if stride and interpreting() else _programs(count, run.programs_per_sm, val.device)
+    launch = {"launch_cooperative_grid": True} if stride and not interpreting() else {}
+    _dataflow[(programs,)](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
                     rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
                     SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
                     AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                    num_warps=run.num_warps, **run.record_shape)
+                    STRIDE=stride, num_warps=run.num_warps, **launch, **run.record_shape)
     vec[n:] = slots[sdev["back"]]
 
 
@@ -1015,10 +1068,11 @@ class Prepared:
     already on the device. Made by `prepare`."""
 
     def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                 programs_per_sm, tickets_ahead, device, dtype):
+                 programs_per_sm, tickets_ahead, device, dtype, claim=CLAIM):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
+        self.claim = claim
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -1058,8 +1112,8 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains,
 
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
-            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=PROGRAMS_PER_SM,
-            tickets_ahead=None) -> Prepared:
+            num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=None,
+            tickets_ahead=None, claim=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
@@ -1070,10 +1124,12 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
     executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
     the dataflow, chain and segment executors, 0 for one program per block or the number of
-    persistent programs per SM that take tickets until none is left (1 to 64); tickets_ahead,
+    persistent programs per SM that take tickets until none is left (1 to 64; None: the dataflow
+    executor's dataflow_programs, PROGRAMS_PER_SM for the others); tickets_ahead,
     for the dataflow executor's persistent programs, 0 to take the next ticket after a block, 1
     to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
-    like block_rows None: dataflow_shape)."""
+    like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent dataflow
+    program finds its next block (CLAIMS; None: CLAIM, or "counter" with one program per block)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1091,10 +1147,15 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if chain_steps is not None and (isinstance(chain_steps, bool) or not isinstance(chain_steps, int)
                                     or not 1 <= chain_steps <= 4096):
         raise ValueError(f"chain_steps must be an int from 1 to 4096, got {chain_steps!r}")
-    if isinstance(programs_per_sm, bool) or not isinstance(programs_per_sm, int) or not 0 <= programs_per_sm <= 64:
+    if programs_per_sm is not None and (isinstance(programs_per_sm, bool) or not isinstance(programs_per_sm, int)
+                                        or not 0 <= programs_per_sm <= 64):
         raise ValueError(f"programs_per_sm must be an int from 0 to 64, got {programs_per_sm!r}")
     if tickets_ahead is not None and (isinstance(tickets_ahead, bool) or tickets_ahead not in (0, 1, 2)):
         raise ValueError(f"tickets_ahead must be 0, 1 or 2, got {tickets_ahead!r}")
+    if claim is not None and claim not in CLAIMS:
+        raise ValueError(f"claim must be one of {', '.join(CLAIMS)} or None, got {claim!r}")
+    if claim == "stride" and programs_per_sm == 0:
+        raise ValueError("claim='stride' strides persistent programs over the blocks; it needs programs_per_sm > 0")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
         raise ValueError(f"chain_steps of the segments executor must be at most {SEG_MAX} (the lanes of one "
                          f"program), got {chain_steps}")
@@ -1103,6 +1164,12 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         executor = executor_rule(like.device, schedule)
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
+    if programs_per_sm is None:
+        programs_per_sm = (dataflow_programs(rows.device_tables(problem, like.device)[0]) if executor == "dataflow"
+                           else PROGRAMS_PER_SM)
+    claim = claim or (CLAIM if programs_per_sm > 0 else "counter")     # one program per block takes a ticket
+    if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
+        tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
     if executor == "dataflow" and (block_rows is None or tickets_ahead is None):
         shape = dataflow_shape(schedule, problem.matrices, rows.device_tables(problem, like.device)[0])
         block_rows = shape[0] if block_rows is None else block_rows
@@ -1116,7 +1183,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if tickets is None:
         tickets = tuning_defaults(executor).get("tickets") or "dag"
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim or CLAIM)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
