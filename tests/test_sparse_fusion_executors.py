@@ -236,16 +236,18 @@ def test_dataflow_claim_stride(ahead):
 
 def _dataflow_options(A, pair="sptrsv_spmv"):
     mats = operands(pair, A)
-    run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow", claim="counter")
+    run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow",
+                     claim="counter")
     return run.block_rows, run.tickets_ahead, t3.record_chunk(run.tables)
 
 
 def test_dataflow_shape_and_record_chunk():
     """dataflow_shape (what the ticket counter takes; striding programs prefetch, ahead 2): a joint
-    DAG of at least BUSY_ENTRIES entries a level takes its tickets two ahead, and one of at least WIDE_LEVELS iterations a level blocks of 8 where no row needs a
-    tail; otherwise (4, 0). record_chunk: all of the longest row where it fits in RECORD_CHUNK
-    slots, else CHUNK; where a row is longer than CHUNK polls re-read only pending entries. The
-    benchmark records what prepare chose."""
+    DAG of at least BUSY_ENTRIES entries a level takes its tickets two ahead, and one of at least
+    WIDE_LEVELS iterations a level blocks of 8 where no row needs a tail; otherwise (4, 0).
+    record_chunk: all of the longest row where it fits in RECORD_CHUNK slots, else CHUNK; where a
+    row is longer than CHUNK polls re-read only pending entries. dataflow_programs: more programs
+    per SM where a row takes the wide stage. The benchmark records what prepare chose."""
     from tiers.bench.sparse_fusion import runner
     defaults = t3.tuning_defaults("dataflow")
     assert defaults["block_rows"] is None and defaults["tickets_ahead"] is None

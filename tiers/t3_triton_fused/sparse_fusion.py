@@ -262,8 +262,9 @@ def factor_block_rows(tables) -> int:
 
 def dataflow_shape(schedule, mats, tables) -> tuple:
     """(R, tickets_ahead) of the dataflow executor for this pair and pattern, from the joint DAG's
-    average level (tickets_ahead as the ticket counter takes it; striding programs, CLAIMS, take 2). A level of at least BUSY_ENTRIES entries keeps the programs busy: throughput,
-    not the chain of waits, bounds it, so a program holds its next ticket (and prefetches its
+    average level (tickets_ahead as the ticket counter takes it; striding programs, CLAIMS, take
+    2). A level of at least BUSY_ENTRIES entries keeps the programs busy: throughput, not the
+    chain of waits, bounds it, so a program holds its next ticket (and prefetches its
     record) while its block waits (2); a lighter one takes it after (0). At least WIDE_LEVELS
     iterations a level, and no row longer than CHUNK: blocks of 8 halve the tickets; else 4.
     Swept on the H100 (2026-11-26, float64, wavefront schedule, figures/data/records_sweep_*,
@@ -647,7 +648,9 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     docstring): a program's current block is the lowest it holds, so the lowest unfinished block
     is some running program's current one, and everything it waits for is finished. PENDING
     (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum).
-    TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV)."""
+    TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV). STRIDE (claim "stride", CLAIMS): no
+    tickets; program p runs blocks p, p + P, … of the P launched together, and with AHEAD 2 asks L1
+    for the next one's record."""
     if STRIDE:
         t = tl.program_id(0)
         n1 = t + tl.num_programs(0)
@@ -810,11 +813,12 @@ def _run_dataflow(run, val, vec, vector):
     # the interpreter runs programs one after another, so there a single one takes every block
     programs = 1 if stride and interpreting() else _programs(count, run.programs_per_sm, val.device)
     launch = {"launch_cooperative_grid": True} if stride and not interpreting() else {}
-    _dataflow[(programs,)](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
-                    rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
-                    SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
-                    AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                    STRIDE=stride, num_warps=run.num_warps, **launch, **run.record_shape)
+    _dataflow[(programs,)](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"],
+                           rv["d"], rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
+                           SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns,
+                           LOOP=run.programs_per_sm > 0, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0,
+                           PTX=not interpreting(), STRIDE=stride, num_warps=run.num_warps, **launch,
+                           **run.record_shape)
     vec[n:] = slots[sdev["back"]]
 
 
