@@ -662,13 +662,10 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     while t < N_BLK:
         px, a, rhs_at, start, end, sign, d, dinv = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R,
                                                             CHUNK)
-        if STRIDE:
-            if AHEAD == 2 and PTX:
-                _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
-        elif LOOP and AHEAD > 0:
+        if LOOP and AHEAD > 0 and not STRIDE:
             n2 = _ticket_later(TICKET, PTX)
-            if AHEAD == 2 and PTX:
-                _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
+        if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
+            _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
         ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
@@ -808,7 +805,7 @@ def _run_dataflow(run, val, vec, vector):
     slots[:n] = vector
     ticket = _await_from(slots, n)
     rv = run.record_values
-    stride = run.claim == "stride" and run.executor == "dataflow"
+    stride = run.claim == "stride"
     # striding programs must all run at once: a cooperative launch fails rather than leave one out;
     # the interpreter runs programs one after another, so there a single one takes every block
     programs = 1 if stride and interpreting() else _programs(count, run.programs_per_sm, val.device)
@@ -1072,7 +1069,7 @@ class Prepared:
     already on the device. Made by `prepare`."""
 
     def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                 programs_per_sm, tickets_ahead, device, dtype, claim=CLAIM):
+                 programs_per_sm, tickets_ahead, device, dtype, claim):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
@@ -1171,6 +1168,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if programs_per_sm is None:
         programs_per_sm = (dataflow_programs(rows.device_tables(problem, like.device)[0]) if executor == "dataflow"
                            else PROGRAMS_PER_SM)
+    if executor != "dataflow":
+        claim = "counter"               # the other executors' persistent programs always take tickets
     claim = claim or (CLAIM if programs_per_sm > 0 else "counter")     # one program per block takes a ticket
     if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
         tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
@@ -1187,7 +1186,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if tickets is None:
         tickets = tuning_defaults(executor).get("tickets") or "dag"
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim or CLAIM)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
