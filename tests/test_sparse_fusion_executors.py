@@ -234,6 +234,67 @@ def test_dataflow_claim_stride(ahead):
         t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="stride", programs_per_sm=0)
 
 
+@pytest.mark.parametrize("per_sm, claim", [(0, None), (2, "counter"), (2, "stride")])
+def test_flag_executor_claims(per_sm, claim):
+    """The flag executor gives t0's numbers with one program per block (a ticket each, the
+    default), persistent programs taking tickets, and programs striding over the blocks (in the
+    interpreter one program takes every block in order; the GPU smoke check runs many): on every
+    pair, the factor pairs with held and with streamed rows among them."""
+    for pair in sd.PAIR_NAMES:
+        mats, b = _problem(pair)
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
+                         executor="syncfree", programs_per_sm=per_sm, claim=claim)
+        assert run.programs_per_sm == per_sm and run.claim == (claim or "counter")
+        _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
+               "float64", f"syncfree P={per_sm} {claim} {pair}")
+
+
+def test_flag_executor_claim_defaults_and_errors():
+    """The flag executor keeps one program per block by default (FLAG_PROGRAMS_PER_SM: striding
+    was not faster everywhere); persistent programs stride unless told to take tickets; striding
+    needs persistent programs; the executors that always take tickets resolve any claim to the
+    counter."""
+    pair = "spilu0_sptrsv"
+    mats, b = _problem(pair)
+    like = _vector(b, "float64")
+    assert t3.FLAG_PROGRAMS_PER_SM == 0
+    assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "tickets": "dag", "programs_per_sm": 0,
+                                                    "claim": "counter"}
+    run = t3.prepare(pair, *mats, like=like, executor="syncfree")
+    assert (run.programs_per_sm, run.claim) == (0, "counter")
+    assert t3.prepare(pair, *mats, like=like, executor="syncfree", programs_per_sm=4).claim == "stride"
+    with pytest.raises(ValueError, match=r"claim='stride' .* needs programs_per_sm > 0"):
+        t3.prepare(pair, *mats, like=like, executor="syncfree", claim="stride", programs_per_sm=0)
+    with pytest.raises(ValueError, match="claim must be one of counter, stride or None, got 'ring'"):
+        t3.prepare(pair, *mats, like=like, executor="syncfree", claim="ring")
+    assert t3.prepare(pair, *mats, like=like, executor="levels", claim="stride").claim == "counter"
+    assert set(t3.STRIDING) == {"syncfree", "dataflow"}
+
+
+class _Props:
+    """An H100's properties as resident_per_sm reads them."""
+    regs_per_multiprocessor = 65536
+    max_threads_per_multi_processor = 2048
+    shared_memory_per_multiprocessor = 233472
+
+
+@pytest.mark.parametrize("regs, shared, warps, expected", [
+    (64, 0, 1, 32),       # 2 048 registers a warp: 8 a quarter, 32 an SM (also MAX_PROGRAMS_PER_SM)
+    (72, 0, 1, 28),       # 2 304: 7 a quarter (H100: launched at 28 a SM)
+    (80, 0, 1, 24),       # 2 560: 6 a quarter, not 65 536 / 2 560 = 25 (H100: 25 a SM refused as too large)
+    (113, 0, 1, 16),      # 3 840: 4 a quarter (ncu on the H100: block limit registers 16)
+    (32, 0, 4, 16),       # threads: 2 048 / 128
+    (40, 0, 2, 24),       # 1 280 a warp: 12 warps a quarter, 48 an SM, 24 programs of 2 warps
+    (16, 100_000, 1, 2),  # shared memory: 233 472 / 101 024
+    (255, 0, 1, 8),       # 8 192 a warp: 2 a quarter
+])
+def test_resident_per_sm(regs, shared, warps, expected):
+    """resident_per_sm, what a striding (cooperative) launch asks an SM to hold: registers by the
+    quarter, threads, shared memory and the 32-program cap each bound it; the H100 cases are the
+    ones measured (2026-11-27, figures/data/resident_check_*, flagstride_probe_*, ncu_flag_ilu27_*)."""
+    assert t3.resident_per_sm(regs, shared, warps, _Props()) == expected
+
+
 def _dataflow_options(A, pair="sptrsv_spmv"):
     mats = operands(pair, A)
     run = t3.prepare(pair, *mats, like=_vector(np.ones(A.shape[0]), "float64"), executor="dataflow",

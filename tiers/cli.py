@@ -136,7 +136,7 @@ def main(argv=None):
     b.add_argument("--chain-steps", default=None,
                    help="sparse_fusion: comma list of links per block for t3's chain and segment executors (a sweep)")
     b.add_argument("--programs-per-sm", default=None,
-                   help="sparse_fusion: comma list of persistent programs per SM for t3's dataflow executors "
+                   help="sparse_fusion: comma list of persistent programs per SM for t3's sync-free executors "
                         "(0: one program per block; a sweep)")
     b.add_argument("--tickets", default=None,
                    help="sparse_fusion: comma list of block orders for t3's dataflow and flag executors (a sweep)")
@@ -144,8 +144,8 @@ def main(argv=None):
                    help="sparse_fusion: comma list of tickets a persistent program of t3's dataflow executor holds "
                         "beyond its block (0, 1, 2; a sweep)")
     b.add_argument("--claim", default=None,
-                   help="sparse_fusion: comma list of ways a persistent program of t3's dataflow executor finds its "
-                        "next block (counter, stride; a sweep)")
+                   help="sparse_fusion: comma list of ways a persistent program of t3's flag or dataflow executor "
+                        "finds its next block (counter, stride; a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--reps", type=int, default=1,
                    help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")

@@ -4,7 +4,8 @@
 
 t3 sparse-attention gradients with the current backward tiles against float64 t1, then every
 sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow,
-chains and segments where the pair allows) against t0. Exits 2 when the flag executor fails, else
+chains and segments where the pair allows; the flag and dataflow executors also with their
+persistent programs taking tickets and striding, CLAIMED) against t0. Exits 2 when the flag executor fails, else
 3 when the dataflow executor fails, else 4 when the chain executor fails, else 5 when the segment
 executor fails, so a session script can leave the failing one out of the benchmark
 (`--executors ...`); with EXECUTOR arguments only those t3 executors run. Run it under
@@ -43,6 +44,9 @@ from tiers.bench.sparse_fusion import PAIRS, as_values, operands
 from tiers.fusion_schedules import inspect
 from tiers.t3_triton_fused import sparse_fusion as t3f
 
+# the executors whose programs may stride (t3f.STRIDING) run each way their blocks are claimed
+CLAIMED = {"syncfree": ({}, {"programs_per_sm": 16, "claim": "counter"}, {"programs_per_sm": 16, "claim": "stride"}),
+           "dataflow": ({}, {"claim": "counter"})}
 rng = np.random.default_rng(0)
 fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "chains": 0, "segments": 0, "t2": 0}
 for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_laplacian(NP, m=3, seed=1))):
@@ -59,15 +63,18 @@ for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_lapla
             for kind in ("wavefront", "sparse_fusion"):
                 s = inspect(pair, *mats, kind=kind)
                 for ex in (x for x in t3f.executors_for(pair) if len(sys.argv) < 2 or x in sys.argv[1:]):
-                    t = time.perf_counter()
-                    out = t3f.prepare(pair, *mats, like=vec, schedule=s, executor=ex)(vec)
-                    if dev == "cuda":
-                        torch.cuda.synchronize()
-                    res = [compare(as_values(o), r, dtype) for o, r in zip(out, ref)]
-                    ok = all(r["ok"] for r in res)
-                    fails[ex] += not ok
-                    print(f"{mname} {pair} {dtype} t3 {kind} {ex}: rel {max(r['rel'] for r in res):.1e} "
-                          f"{'ok' if ok else 'FAILED'} ({time.perf_counter() - t:.2f} s)", flush=True)
+                    for claim in CLAIMED.get(ex, ({},)):
+                        t = time.perf_counter()
+                        run = t3f.prepare(pair, *mats, like=vec, schedule=s, executor=ex, **claim)
+                        out = run(vec)
+                        if dev == "cuda":
+                            torch.cuda.synchronize()
+                        res = [compare(as_values(o), r, dtype) for o, r in zip(out, ref)]
+                        ok = all(r["ok"] for r in res)
+                        fails[ex] += not ok
+                        print(f"{mname} {pair} {dtype} t3 {kind} {ex} P={run.programs_per_sm}/SM {run.claim}: "
+                              f"rel {max(r['rel'] for r in res):.1e} {'ok' if ok else 'FAILED'} "
+                              f"({time.perf_counter() - t:.2f} s)", flush=True)
 print("failures:", fails, "attention:", bad_attention)
 sys.exit(2 if fails["syncfree"] else 3 if fails["dataflow"] else 4 if fails["chains"] else
          5 if fails["segments"] else 0)

@@ -635,9 +635,10 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     restricts t3's executor variants (default: all it has); `block_rows` sweeps the iterations
     per block of its sync-free executors (None: the module's default), `nap_ns` the dataflow
     executors' sleep between polls, `chain_steps` the chain executor's links per block,
-    `programs_per_sm` their persistent programs per SM (0: one program per block), `tickets` the
-    block order of the dataflow and flag executors, `tickets_ahead` the tickets a persistent
-    dataflow program holds beyond its block, `claim` how it finds its next block."""
+    `programs_per_sm` the sync-free executors' persistent programs per SM (0: one program per
+    block), `tickets` the block order of the dataflow and flag executors, `tickets_ahead` the
+    tickets a persistent dataflow program holds beyond its block, `claim` how a persistent
+    program of the flag or dataflow executor finds its next block."""
     import torch
 
     from tiers import registry

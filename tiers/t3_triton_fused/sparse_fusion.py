@@ -90,6 +90,9 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   every 0.75 ns on the H100, a floor of 0.38 ms under the power-law graph's 500 000 blocks. Now
   program p of P runs blocks p, p + P, … in ticket order, launched cooperatively so that every
   program runs (the argument then goes through without tickets), and prefetches its next record.
+  The flag executor can stride too (STRIDING, programs_per_sm > 0), but its default stays one
+  program per block (FLAG_PROGRAMS_PER_SM). A cooperative launch asks an SM for no more programs
+  than the compiled kernel lets it hold (resident_per_sm).
 
 executor="chains": the dataflow executor over other blocks (chain_blocks): a program walks a
 chain of iterations that each wait last on the one before, carrying each value to the next step
@@ -192,13 +195,14 @@ registers allow 28), and capping the registers instead (maxnreg 64 / 72 / 80) sp
 10–35 % (figures/data/regs_*). The grids never take the wide stage."""
 CLAIMS = ("counter", "stride")
 CLAIM = "stride"
-"""dataflow: how a persistent program finds its next block (one program per block, programs_per_sm
-= 0, always takes a ticket). "counter": the next ticket of one atomic counter (the tickets'
-argument, module docstring). "stride": program p of P runs blocks p, p + P, p + 2P, … in ticket
-order, no atomic. The lowest unfinished block is then the current block of its program, whose
-earlier blocks are lower and done, and everything it waits for is lower still and done — if every
-program runs: so the launch is cooperative (all P programs resident at once, or the launch fails).
-The next block being known, its record is prefetched (tickets_ahead 2).
+"""The flag and dataflow executors (STRIDING): how a persistent program finds its next block (one
+program per block, programs_per_sm = 0, always takes a ticket). "counter": the next ticket of one
+atomic counter (the tickets' argument, module docstring). "stride": program p of P runs blocks p,
+p + P, p + 2P, … in ticket order, no atomic. The lowest unfinished block is then the current
+block of its program, whose earlier blocks are lower and done, and everything it waits for is
+lower still and done — if every program runs: so the launch is cooperative (all P programs
+resident at once, or the launch fails). The next block being known, the dataflow executor
+prefetches its record (tickets_ahead 2).
 Why: on the H100 one int32 counter serves a relaxed atomic every 0.75 ns however many programs
 ask (2026-11-27, 1 056–4 224 one-warp programs, figures/data/ticket_batch_probe_*), so 500 000
 tickets — the power-law graph's blocks of 4 — cost 0.38 ms, against cuSPARSE's 0.41 ms for the
@@ -210,6 +214,19 @@ in the A/B probe before it, stride_probe_*, 0.754 / 0.661 / 1.327 ms on the powe
 power-law 0.507 / 0.496 / 1.110 ms (24 programs per SM, dataflow_programs), 3D 0.337 / 0.328 /
 0.500 against the counter's 0.449 / 0.432 / 0.579, 27-point 0.429 / 0.424 / 0.693 against 0.468
 / 0.466 / 0.757, 2D 1.208 / 1.193 / 2.283 against 1.288 / 1.292 / 2.450."""
+STRIDING = ("syncfree", "dataflow")
+"""Executors whose persistent programs may stride over the blocks (CLAIMS); the others take tickets."""
+FLAG_PROGRAMS_PER_SM = 0
+"""The flag executor's persistent programs per SM (0: one program per block, a ticket each).
+Measured on the H100 (2026-11-27, float64, wavefront schedule, figures/data/flagstride_probe_*,
+resident_check_*), ILU(0) / IC(0), one program per block (two runs) against striding programs:
+27-point 5.25–5.38 / 6.75–7.07 ms against 5.62 at 16 per SM / 6.65 at 32 (capped at 8), 3D
+1.63–1.65 / 1.62–1.77 against 1.53 / 1.55 at 32 (capped at 28 / 24) but 2.56 / 2.56 at 8, 2D 5.91–
+5.98 / 7.25–7.27 against 5.64 / 6.79 at 8, power-law 3.86–4.00 / 2.08–2.16 against 3.27 / 2.02 at
+16; taking tickets at 16 per SM was no faster than striding. No count wins everywhere, so one
+program per block stays: these kernels are bound by their rows' work (ncu on the 27-point ILU(0),
+figures/data/ncu_flag_ilu27_*: 113 registers, 16 programs an SM, 44 % of the cycles between a
+warp's instructions waiting on L1TEX loads), not by the tickets."""
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -219,7 +236,7 @@ options on the power-law graph alone, and R = 4 with 2 warps, ran right (2026-11
 figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warps were never
 faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
 so these executors take one."""
-TUNABLE = {"syncfree": ("block_rows", "tickets"),
+TUNABLE = {"syncfree": ("block_rows", "tickets", "programs_per_sm", "claim"),
            "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead", "claim"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
@@ -234,8 +251,9 @@ def tuning_defaults(executor, pair=None) -> dict:
     by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": None if executor == "dataflow" else PROGRAMS_PER_SM,
-             "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None, "claim": CLAIM}
+             "programs_per_sm": None if executor == "dataflow" else FLAG_PROGRAMS_PER_SM if executor == "syncfree"
+             else PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None,
+             "claim": CLAIM if executor == "dataflow" or FLAG_PROGRAMS_PER_SM > 0 else "counter"}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -429,45 +447,65 @@ def _mid_levels(schedule, mats):
 
 
 @triton.jit
-def _syncfree(SYNC, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
+def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
+    """The ticket after a finished block: a fresh one when programs are persistent (LOOP), else
+    N_BLK, which ends the program's loop after its one block."""
+    if LOOP:
+        return tl.atomic_add(TICKET, 1, sem="relaxed")
+    else:
+        return N_BLK
+
+
+@triton.jit
+def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
               CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-              C: tl.constexpr):
-    """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch)."""
-    t = tl.atomic_add(SYNC, 1, sem="relaxed")
-    first = tl.load(BLK_PTR + t)
-    lane = first + tl.arange(0, R)
-    ok = lane < tl.load(BLK_PTR + t + 1)
-    v = tl.load(BLK_ITER + lane, mask=ok, other=0)
-    if FACTOR != 0:
-        fac = tl.load(KIND + v, mask=ok, other=0) != 0
+              C: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr):
+    """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
+    persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
+    blocks p, p + P, … of the P launched together instead of taking tickets."""
+    if STRIDE:
+        t = tl.program_id(0)
     else:
-        fac = ok & False
-    aff = ok & ~fac
-    # what no other block writes is read before waiting: after the wait, one round of loads
-    start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-        v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
-    if W > 0:    # held factor rows: their positions too, three dependent loads off the critical path
-        w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-            v, fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
-    dep_end = tl.load(DEP_PTR + t + 1)
-    for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
-        at = q + tl.arange(0, DEPS)
-        need = at < dep_end
-        flag = SYNC + 1 + tl.load(DEP_BLK + at, mask=need, other=0)
-        # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
-        ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
-        while ready == 0:
+        t = tl.atomic_add(SYNC, 1, sem="relaxed")
+    while t < N_BLK:
+        first = tl.load(BLK_PTR + t)
+        lane = first + tl.arange(0, R)
+        ok = lane < tl.load(BLK_PTR + t + 1)
+        v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+        if FACTOR != 0:
+            fac = tl.load(KIND + v, mask=ok, other=0) != 0
+        else:
+            fac = ok & False
+        aff = ok & ~fac
+        # what no other block writes is read before waiting: after the wait, one round of loads
+        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+            v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
+        if W > 0:    # held factor rows: their positions too, three dependent loads off the critical path
+            w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                v, fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+        dep_end = tl.load(DEP_PTR + t + 1)
+        for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
+            at = q + tl.arange(0, DEPS)
+            need = at < dep_end
+            flag = SYNC + 1 + tl.load(DEP_BLK + at, mask=need, other=0)
+            # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
             ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
-    tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
-    if W > 0:
-        held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
-    elif FACTOR != 0:
-        factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
-    affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
-                  FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
-    tl.debug_barrier()                 # every thread's stores issued before the flag goes up
-    tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
+            while ready == 0:
+                ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
+        tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
+        if W > 0:
+            held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+        elif FACTOR != 0:
+            factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+        affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
+                      FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
+        tl.debug_barrier()                 # every thread's stores issued before the flag goes up
+        tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
+        if STRIDE:
+            t += tl.num_programs(0)
+        else:
+            t = _next_ticket(SYNC, N_BLK, LOOP)
 
 
 TICKETS = ("dag", "alap", "mid", "schedule")
@@ -544,10 +582,12 @@ def _run_syncfree(run, val, vec):
         return
     sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
     W, S, C = run.tables.held(run.block_rows)
-    _syncfree[(blocks,)](sync, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
-                         *rows.table_args(run.dev), val, vec, FACTOR=run.tables.factor, R=run.block_rows,
-                         CHUNK=CHUNK, DEPS=DEPS, WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C,
-                         num_warps=run.num_warps)
+    _launch_claimed(_syncfree, run, blocks,
+                    (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
+                     *rows.table_args(run.dev), val, vec),
+                    dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
+                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, LOOP=run.programs_per_sm > 0,
+                         STRIDE=run.claim == "stride", num_warps=run.num_warps))
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -555,16 +595,6 @@ def _run_syncfree(run, val, vec):
 SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
 """Bit patterns of VEC's outputs before they are written: signalling NaNs, which no arithmetic
 produces (a NaN result is quiet) and which the validated, finite inputs never hold."""
-
-
-@triton.jit
-def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
-    """The ticket after a finished block: a fresh one when programs are persistent (LOOP), else
-    N_BLK, which ends the program's loop after its one block."""
-    if LOOP:
-        return tl.atomic_add(TICKET, 1, sem="relaxed")
-    else:
-        return N_BLK
 
 
 @triton.jit
@@ -698,6 +728,49 @@ def _sm_count(device):
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
+MAX_PROGRAMS_PER_SM = 32     # resident thread blocks an SM holds at most (every GPU since sm_50)
+
+
+def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
+    """How many programs of a compiled kernel one SM holds at once (what a cooperative launch may
+    ask for): the registers, the threads, the shared memory (1 KB reserved a program) and
+    MAX_PROGRAMS_PER_SM each bound it. Registers go 256 at a time to a warp, from one of the SM's
+    four quarters, so a warp's registers must fit in a quarter's remainder: at 80 a thread an SM
+    holds 4 · ⌊16 384 / 2 560⌋ = 24 one-warp programs, not 65 536 / 2 560 = 25 (on the H100 a
+    cooperative launch of 25 a SM was refused as too large, 2026-11-27). `props`: the device's
+    properties."""
+    per_warp = -(-n_regs * 32 // 256) * 256
+    quarter = getattr(props, "regs_per_multiprocessor", 65536) // 4
+    by_regs = 4 * (quarter // max(per_warp, 1)) // num_warps
+    by_threads = props.max_threads_per_multi_processor // (32 * num_warps)
+    by_shared = props.shared_memory_per_multiprocessor // (shared + 1024)
+    return min(MAX_PROGRAMS_PER_SM, by_regs, by_threads, by_shared)
+
+
+def _launch_claimed(kernel, run, count, args, meta):
+    """Launch `kernel` (LOOP and STRIDE in `meta`) over `count` blocks as `run` says: one program
+    per block, or run.programs_per_sm persistent programs per SM that take tickets or, with
+    claim "stride", stride over the blocks. Striding programs must all run at once: the launch is
+    cooperative (it fails rather than leave one out), and asks for no more programs per SM than
+    the compiled kernel lets an SM hold (resident_per_sm, found once per Prepared). The
+    interpreter runs programs one after another, so there a single striding program takes every
+    block."""
+    stride = run.claim == "stride"
+    if stride and interpreting():
+        kernel[(1,)](*args, **meta)
+        return
+    launch = {"launch_cooperative_grid": True} if stride else {}
+    per_sm = run.programs_per_sm
+    if stride:
+        if run.resident is None:
+            compiled = kernel.warmup(*args, grid=(1,), **meta, **launch)
+            compiled._init_handles()
+            run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
+                                           torch.cuda.get_device_properties(args[0].device))
+        per_sm = min(per_sm, run.resident)
+    kernel[(_programs(count, per_sm, args[0].device),)](*args, **meta, **launch)
+
+
 def _await_from(vec, n):
     """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
     counter: what every dataflow launch starts from."""
@@ -805,17 +878,13 @@ def _run_dataflow(run, val, vec, vector):
     slots[:n] = vector
     ticket = _await_from(slots, n)
     rv = run.record_values
-    stride = run.claim == "stride"
-    # striding programs must all run at once: a cooperative launch fails rather than leave one out;
-    # the interpreter runs programs one after another, so there a single one takes every block
-    programs = 1 if stride and interpreting() else _programs(count, run.programs_per_sm, val.device)
-    launch = {"launch_cooperative_grid": True} if stride and not interpreting() else {}
-    _dataflow[(programs,)](ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"],
-                           rv["d"], rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n, R=run.block_rows,
-                           SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns,
-                           LOOP=run.programs_per_sm > 0, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0,
-                           PTX=not interpreting(), STRIDE=stride, num_warps=run.num_warps, **launch,
-                           **run.record_shape)
+    _launch_claimed(_dataflow, run, count,
+                    (ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
+                     rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n),
+                    dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns,
+                         LOOP=run.programs_per_sm > 0, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0,
+                         PTX=not interpreting(), STRIDE=run.claim == "stride", num_warps=run.num_warps,
+                         **run.record_shape))
     vec[n:] = slots[sdev["back"]]
 
 
@@ -1073,7 +1142,7 @@ class Prepared:
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
-        self.claim = claim
+        self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -1124,13 +1193,15 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     and level executors; 1 for the ONE_WARP executors); nap_ns, the dataflow, chain and segment executors' sleep between polls
     (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
     executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
-    the dataflow, chain and segment executors, 0 for one program per block or the number of
-    persistent programs per SM that take tickets until none is left (1 to 64; None: the dataflow
-    executor's dataflow_programs, PROGRAMS_PER_SM for the others); tickets_ahead,
+    the sync-free executors, 0 for one program per block or the number of persistent programs per
+    SM that run blocks until none is left (1 to 64, striding ones at most what an SM holds,
+    resident_per_sm; None: the dataflow executor's dataflow_programs, FLAG_PROGRAMS_PER_SM for the
+    flag executor, PROGRAMS_PER_SM for the others); tickets_ahead,
     for the dataflow executor's persistent programs, 0 to take the next ticket after a block, 1
     to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
-    like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent dataflow
-    program finds its next block (CLAIMS; None: CLAIM, or "counter" with one program per block)."""
+    like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent program
+    of the flag or dataflow executor (STRIDING) finds its next block (CLAIMS; None: CLAIM, or
+    "counter" with one program per block)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1167,8 +1238,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:
         programs_per_sm = (dataflow_programs(rows.device_tables(problem, like.device)[0]) if executor == "dataflow"
-                           else PROGRAMS_PER_SM)
-    if executor != "dataflow":
+                           else FLAG_PROGRAMS_PER_SM if executor == "syncfree" else PROGRAMS_PER_SM)
+    if executor not in STRIDING:
         claim = "counter"               # the other executors' persistent programs always take tickets
     claim = claim or (CLAIM if programs_per_sm > 0 else "counter")     # one program per block takes a ticket
     if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
