@@ -273,13 +273,21 @@ def test_flag_executor_claim_defaults_and_errors():
 
 class _Props:
     """An H100's properties as resident_per_sm reads them."""
+    major, minor = 9, 0
     regs_per_multiprocessor = 65536
     max_threads_per_multi_processor = 2048
     shared_memory_per_multiprocessor = 233472
 
 
+class _Props86(_Props):
+    """An sm_86 GPU's: 16 blocks an SM at most, 1 536 threads, 100 KB of shared memory."""
+    major, minor = 8, 6
+    max_threads_per_multi_processor = 1536
+    shared_memory_per_multiprocessor = 102400
+
+
 @pytest.mark.parametrize("regs, shared, warps, expected", [
-    (64, 0, 1, 32),       # 2 048 registers a warp: 8 a quarter, 32 an SM (also MAX_PROGRAMS_PER_SM)
+    (64, 0, 1, 32),       # 2 048 registers a warp: 8 a quarter, 32 an SM (also the sm_90 block cap)
     (72, 0, 1, 28),       # 2 304: 7 a quarter (H100: launched at 28 a SM)
     (80, 0, 1, 24),       # 2 560: 6 a quarter, not 65 536 / 2 560 = 25 (H100: 25 a SM refused as too large)
     (113, 0, 1, 16),      # 3 840: 4 a quarter (ncu on the H100: block limit registers 16)
@@ -290,9 +298,12 @@ class _Props:
 ])
 def test_resident_per_sm(regs, shared, warps, expected):
     """resident_per_sm, what a striding (cooperative) launch asks an SM to hold: registers by the
-    quarter, threads, shared memory and the 32-program cap each bound it; the H100 cases are the
-    ones measured (2026-11-27, figures/data/resident_check_*, flagstride_probe_*, ncu_flag_ilu27_*)."""
+    quarter, threads, shared memory and the blocks an SM takes each bound it; the H100 cases are
+    the ones measured (2026-11-27, figures/data/resident_check_*, flagstride_probe_*,
+    ncu_flag_ilu27_*). On an sm_86 GPU the block cap and its threads bound it lower."""
     assert t3.resident_per_sm(regs, shared, warps, _Props()) == expected
+    assert t3.resident_per_sm(32, 0, 1, _Props86()) == 16          # the block cap, not 48 by threads
+    assert t3.resident_per_sm(32, 0, 4, _Props86()) == 12          # 1 536 threads / 128
 
 
 def _dataflow_options(A, pair="sptrsv_spmv"):

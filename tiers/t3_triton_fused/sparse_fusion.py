@@ -728,13 +728,15 @@ def _sm_count(device):
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
-MAX_PROGRAMS_PER_SM = 32     # resident thread blocks an SM holds at most (every GPU since sm_50)
+MAX_PROGRAMS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}
+"""Resident thread blocks an SM holds at most, by compute capability where it is not 32 (CUDA
+programming guide, compute capabilities table; 32 on sm_80 and sm_90)."""
 
 
 def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     """How many programs of a compiled kernel one SM holds at once (what a cooperative launch may
-    ask for): the registers, the threads, the shared memory (1 KB reserved a program) and
-    MAX_PROGRAMS_PER_SM each bound it. Registers go 256 at a time to a warp, from one of the SM's
+    ask for): the registers, the threads, the shared memory (1 KB reserved a program) and the
+    blocks an SM takes (MAX_PROGRAMS_PER_SM) each bound it. Registers go 256 at a time to a warp, from one of the SM's
     four quarters, so a warp's registers must fit in a quarter's remainder: at 80 a thread an SM
     holds 4 · ⌊16 384 / 2 560⌋ = 24 one-warp programs, not 65 536 / 2 560 = 25 (on the H100 a
     cooperative launch of 25 a SM was refused as too large, 2026-11-27). `props`: the device's
@@ -744,7 +746,7 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     by_regs = 4 * (quarter // max(per_warp, 1)) // num_warps
     by_threads = props.max_threads_per_multi_processor // (32 * num_warps)
     by_shared = props.shared_memory_per_multiprocessor // (shared + 1024)
-    return min(MAX_PROGRAMS_PER_SM, by_regs, by_threads, by_shared)
+    return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
 
 
 def _launch_claimed(kernel, run, count, args, meta):
@@ -764,7 +766,7 @@ def _launch_claimed(kernel, run, count, args, meta):
     if stride:
         if run.resident is None:
             compiled = kernel.warmup(*args, grid=(1,), **meta, **launch)
-            compiled._init_handles()
+            compiled._init_handles()     # the register count is known once the binary is loaded
             run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
                                            torch.cuda.get_device_properties(args[0].device))
         per_sm = min(per_sm, run.resident)
