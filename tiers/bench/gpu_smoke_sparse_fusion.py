@@ -45,7 +45,8 @@ from tiers.fusion_schedules import inspect
 from tiers.t3_triton_fused import sparse_fusion as t3f
 
 # the executors whose programs may stride (t3f.STRIDING) run each way their blocks are claimed
-CLAIMED = {"syncfree": ({}, {"programs_per_sm": 16, "claim": "counter"}, {"programs_per_sm": 16, "claim": "stride"}),
+PERSISTENT = {"programs_per_sm": t3f.PROGRAMS_PER_SM}
+CLAIMED = {"syncfree": ({}, {**PERSISTENT, "claim": "counter"}, {**PERSISTENT, "claim": "stride"}),
            "dataflow": ({}, {"claim": "counter"})}
 rng = np.random.default_rng(0)
 fails = {"levels": 0, "syncfree": 0, "dataflow": 0, "chains": 0, "segments": 0, "t2": 0}

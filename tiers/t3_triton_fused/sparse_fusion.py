@@ -251,10 +251,22 @@ def tuning_defaults(executor, pair=None) -> dict:
     by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": None if executor == "dataflow" else FLAG_PROGRAMS_PER_SM if executor == "syncfree"
-             else PROGRAMS_PER_SM, "tickets": TICKET_ORDER.get(executor), "tickets_ahead": None,
-             "claim": CLAIM if executor == "dataflow" or FLAG_PROGRAMS_PER_SM > 0 else "counter"}
+             "programs_per_sm": _default_programs(executor), "tickets": TICKET_ORDER.get(executor),
+             "tickets_ahead": None, "claim": default_claim(executor, _default_programs(executor))}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
+
+
+def _default_programs(executor):
+    """Persistent programs per SM when not given: None for the dataflow executor (dataflow_programs,
+    by the pattern), FLAG_PROGRAMS_PER_SM for the flag executor, else PROGRAMS_PER_SM."""
+    return None if executor == "dataflow" else FLAG_PROGRAMS_PER_SM if executor == "syncfree" else PROGRAMS_PER_SM
+
+
+def default_claim(executor, programs_per_sm) -> str:
+    """How `executor`'s programs find their blocks when `claim` is not given: CLAIM for the
+    persistent programs of the STRIDING executors (programs_per_sm None: by the pattern, always
+    persistent), else "counter" (one program per block, or an executor that only takes tickets)."""
+    return CLAIM if executor in STRIDING and programs_per_sm != 0 else "counter"
 
 
 LEVELS_UP_TO = {"cuda": 0, "cpu": 1 << 62}
@@ -320,7 +332,7 @@ def dataflow_programs(tables) -> int:
     0.312 / 0.523 against 0.341 / 0.329 / 0.503, 27-point 0.458 / 0.445 / 0.722 against 0.429 /
     0.423 / 0.694, 2D within 1 %). With the ticket counter 24 had been no faster (dataflow_shape):
     the counter's atomics, one per block, were the floor then (CLAIMS)."""
-    return WIDE_PROGRAMS_PER_SM if tables.wide(record_chunk(tables)) else PROGRAMS_PER_SM
+    return WIDE_PROGRAMS_PER_SM if record_shape(tables)["WIDE"] else PROGRAMS_PER_SM
 
 
 def executors_for(pair: str) -> tuple:
@@ -750,13 +762,13 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
 
 
 def _launch_claimed(kernel, run, count, args, meta):
-    """Launch `kernel` (LOOP and STRIDE in `meta`) over `count` blocks as `run` says: one program
-    per block, or run.programs_per_sm persistent programs per SM that take tickets or, with
-    claim "stride", stride over the blocks. Striding programs must all run at once: the launch is
-    cooperative (it fails rather than leave one out), and asks for no more programs per SM than
-    the compiled kernel lets an SM hold (resident_per_sm, found once per Prepared). The
-    interpreter runs programs one after another, so there a single striding program takes every
-    block."""
+    """Launch `kernel` (LOOP, and STRIDE where it strides, in `meta`) over `count` blocks as `run`
+    says; every sync-free executor launches through here. One program per block, or
+    run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
+    stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
+    fails rather than leave one out), and asks for no more programs per SM than the compiled
+    kernel lets an SM hold (resident_per_sm, found once per Prepared). The interpreter runs
+    programs one after another, so there a single striding program takes every block."""
     stride = run.claim == "stride"
     if stride and interpreting():
         kernel[(1,)](*args, **meta)
@@ -790,10 +802,10 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     n = run.tables.n1
     ticket = _await_from(vec, n)
     tables = (run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst"))
-    grid = (_programs(count, run.programs_per_sm, val.device),)
-    kernel[grid](ticket, count, *blocks, *tables, val, vec, n, R=lanes or run.block_rows, CHUNK=chunk,
-                 SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
-                 WIDE=run.tables.wide(chunk), num_warps=run.num_warps)
+    _launch_claimed(kernel, run, count, (ticket, count, *blocks, *tables, val, vec, n),
+                    dict(R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
+                         NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
+                         WIDE=run.tables.wide(chunk), num_warps=run.num_warps))
 
 
 def record_chunk(tables) -> int:
@@ -823,6 +835,14 @@ def polls_pending(tables) -> bool:
         1.297 / 1.301 / 2.459, 3D 0.468 / 0.453 / 0.609 against 0.461 / 0.444 / 0.589
         (pending_ab_*): a few instructions more per poll cost more than the loads they save."""
     return tables.longest > CHUNK
+
+
+def record_shape(tables) -> dict:
+    """The dataflow kernel's shape for a pattern, derived once (Prepared.record_shape): entry
+    slots per lane (record_chunk), whether rows take the wide stage (WIDE), pending polls
+    (polls_pending) and the wide trips' divisor (WIDE_TRIP_DIV)."""
+    chunk = record_chunk(tables)
+    return {"CHUNK": chunk, "WIDE": tables.wide(chunk), "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV}
 
 
 def _dataflow_plan(schedule, mats, tables, R, tickets, device):
@@ -1162,9 +1182,7 @@ class Prepared:
                                         lambda: _dataflow_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, device))
             self.record_values = _dataflow_values(self.plan, self.values)
-            chunk = record_chunk(self.tables)
-            self.record_shape = {"CHUNK": chunk, "WIDE": self.tables.wide(chunk),
-                                 "PENDING": polls_pending(self.tables), "TRIP_DIV": WIDE_TRIP_DIV}
+            self.record_shape = record_shape(self.tables)
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
@@ -1239,11 +1257,12 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:
-        programs_per_sm = (dataflow_programs(rows.device_tables(problem, like.device)[0]) if executor == "dataflow"
-                           else FLAG_PROGRAMS_PER_SM if executor == "syncfree" else PROGRAMS_PER_SM)
+        programs_per_sm = _default_programs(executor)
+    if programs_per_sm is None:         # the dataflow executor: by the pattern
+        programs_per_sm = dataflow_programs(rows.device_tables(problem, like.device)[0])
     if executor not in STRIDING:
         claim = "counter"               # the other executors' persistent programs always take tickets
-    claim = claim or (CLAIM if programs_per_sm > 0 else "counter")     # one program per block takes a ticket
+    claim = claim or default_claim(executor, programs_per_sm)
     if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
         tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
     if executor == "dataflow" and (block_rows is None or tickets_ahead is None):
