@@ -251,17 +251,22 @@ def test_flag_executor_claims(per_sm, claim):
 
 def test_flag_executor_claim_defaults_and_errors():
     """The flag executor keeps one program per block by default (FLAG_PROGRAMS_PER_SM: striding
-    was not faster everywhere); persistent programs stride unless told to take tickets; striding
+    was not faster everywhere) and polls without a nap unless given one (NAP_NS; on a GPU the nap
+    is slept, in the interpreter skipped); persistent programs stride unless told to take tickets; striding
     needs persistent programs; the executors that always take tickets resolve any claim to the
     counter."""
     pair = "spilu0_sptrsv"
     mats, b = _problem(pair)
     like = _vector(b, "float64")
     assert t3.FLAG_PROGRAMS_PER_SM == 0
-    assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "tickets": "dag", "programs_per_sm": 0,
-                                                    "claim": "counter"}
+    assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "nap_ns": 0, "tickets": "dag",
+                                                    "programs_per_sm": 0, "claim": "counter"}
     run = t3.prepare(pair, *mats, like=like, executor="syncfree")
-    assert (run.programs_per_sm, run.claim) == (0, "counter")
+    assert (run.programs_per_sm, run.claim, run.nap_ns) == (0, "counter", 0)
+    napping = t3.prepare(pair, *mats, like=like, executor="syncfree", nap_ns=150)
+    assert napping.nap_ns == 150
+    _check(napping(like), _reference(pair, mats, b, "float64", ("flag_nap", pair)), pair, mats, "float64",
+           "flag executor with a nap between polls")
     assert t3.prepare(pair, *mats, like=like, executor="syncfree", programs_per_sm=4).claim == "stride"
     with pytest.raises(ValueError, match=r"claim='stride' .* needs programs_per_sm > 0"):
         t3.prepare(pair, *mats, like=like, executor="syncfree", claim="stride", programs_per_sm=0)

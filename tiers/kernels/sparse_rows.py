@@ -49,7 +49,23 @@ faster. Measured on the H100 (2026-11-26, figures/data/walk_vs_held_sparse_fusio
 64³, flag executor, R = 1): natural order, held against walked, ILU(0) (S · C · W = 8192) 4.92
 against 14.0 ms, IC(0) (4096) 6.90 against 13.7; after RCM, ILU(0) (16384) 11.5 against 29.7,
 IC(0) (32 steps of up to 32 pairs over 32 entries: 32768) 38.1 against 29.6. The bound lies
-between the last two; no shape in between was measured."""
+between the last two; no shape in between was measured.
+
+Tried, not kept (2026-11-27, figures/data/held_unrolled_*): a step without one-hot work. The host
+laid each step's operands out [step, entry] (an int8 table of offsets from the pivot, the step's
+own entry marked), the steps were unrolled, and a step became elementwise work over the row plus
+one exchange across it (a gather for ILU, a sum for IC), the pivots' reciprocals taken before
+the steps. Right to 2e-16, but on the H100 (flag executor, float64, wavefront, best of R = 1, 2,
+4, in the same call as the code here) slower where it mattered: 27-point ILU(0) / IC(0) 12.5 /
+14.5 ms against 5.03 / 6.98, 3D 2.63 / 3.07 against 1.70 / 1.83; only 2D gained, 5.21 / 6.42
+against 5.74 / 7.30. ncu on the 3D ILU(0) at R = 4: 757 M instructions executed against 390 M,
+139 registers a thread against 70 (12 programs an SM against 28); both issued about a third of
+an instruction a cycle per scheduler, so the time doubled with the instructions. With 500 000
+blocks the work of all of them, not one row's chain of steps, sets the time, and the unrolled
+loads run in every block, the solve's too. A first version kept the operands in one [R, S, W]
+load; Triton 3.6 (the GPU's) spread its steps across threads, so every step's pick went through
+shuffles and shared memory (27-point ILU(0) 25 ms), which the CPU's Triton 3.9 had not shown:
+compile with the GPU's Triton before judging a layout."""
 HELD_BUDGET = 1024               # lanes · steps · pairs a program may prefetch (RowTables.held)
 
 
@@ -107,7 +123,7 @@ def _waiting(x, at, m, N_IN, SENT: tl.constexpr):
 
 
 @triton.jit
-def _nap(ns):
+def nap(ns):
     """Sleep for about `ns` nanoseconds (PTX nanosleep; GPU only), returning ns."""
     return tl.inline_asm_elementwise("nanosleep.u32 $1; mov.b32 $0, $1;", "=r,r", [ns], dtype=tl.int32,
                                      is_pure=False, pack=1)
@@ -139,7 +155,7 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
             wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
             while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
                 if NAP > 0:
-                    _nap(tl.full([], NAP, tl.int32))
+                    nap(tl.full([], NAP, tl.int32))
                 x = tl.where(wx, tl.load(VEC + px, mask=wx, other=0.0, volatile=True), x)
                 rhs = tl.where(wr, tl.load(VEC + rhs_at, mask=wr, other=0.0, volatile=True), rhs)
                 wx = _waiting(x, px, wx, N_IN, SENT)
@@ -148,7 +164,7 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
             busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
             while busy != 0:
                 if NAP > 0:
-                    _nap(tl.full([], NAP, tl.int32))
+                    nap(tl.full([], NAP, tl.int32))
                 x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
                 rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
                 busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))

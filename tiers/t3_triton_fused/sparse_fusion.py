@@ -146,7 +146,7 @@ from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       held_fetch, held_finish, iterations, tail_sum, vec_loads)
+                                       held_fetch, held_finish, iterations, nap, tail_sum, vec_loads)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -174,7 +174,13 @@ R = 16, IC(0) 7.3 against 8.7; 2026-11-26 (figures/data/block_rows_factor_*), R 
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
-NAP_NS = 0               # dataflow, chains, segments: ns a waiting row sleeps between polls (module docstring)
+NAP_NS = 0
+"""ns a waiting program of a sync-free executor sleeps between polls (dataflow: module docstring).
+The flag executor takes it too since 2026-11-27; on the factor pairs (H100, float64, package CLI,
+figures/data/flag_nap_*) 150 ns against none, ILU(0) / IC(0), wavefront schedule: 27-point 5.48 /
+6.81 against 5.05 / 7.49 ms, 3D 1.69 / 1.61 against 1.67 / 1.75, 2D 5.87 / 7.02 against 5.80 /
+7.17; sparse-fusion schedule: 27-point 5.43 / 7.44 against 5.46 / 7.54, 3D 1.61 / 1.75 against
+1.60 / 1.75, 2D 5.92 / 7.58 against 5.83 / 7.21. No setting wins; none is kept."""
 CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) at most (module docstring)
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
@@ -236,7 +242,7 @@ options on the power-law graph alone, and R = 4 with 2 warps, ran right (2026-11
 figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warps were never
 faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
 so these executors take one."""
-TUNABLE = {"syncfree": ("block_rows", "tickets", "programs_per_sm", "claim"),
+TUNABLE = {"syncfree": ("block_rows", "nap_ns", "tickets", "programs_per_sm", "claim"),
            "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead", "claim"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
@@ -472,10 +478,11 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
               CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-              C: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr):
+              C: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
-    blocks p, p + P, … of the P launched together instead of taking tickets."""
+    blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
+    program sleeps between polls."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -504,6 +511,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
             ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
             while ready == 0:
+                if NAP > 0:
+                    nap(tl.full([], NAP, tl.int32))
                 ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
         tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
         if W > 0:
@@ -599,7 +608,8 @@ def _run_syncfree(run, val, vec):
                      *rows.table_args(run.dev), val, vec),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                          WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, LOOP=run.programs_per_sm > 0,
-                         STRIDE=run.claim == "stride", num_warps=run.num_warps))
+                         STRIDE=run.claim == "stride", NAP=0 if interpreting() else run.nap_ns,
+                         num_warps=run.num_warps))
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -1210,7 +1220,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
     power of two up to 128; None: tuning_defaults of the executor and pair, or for a factor pair
     on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8 for the flag
-    and level executors; 1 for the ONE_WARP executors); nap_ns, the dataflow, chain and segment executors' sleep between polls
+    and level executors; 1 for the ONE_WARP executors); nap_ns, the sync-free executors' sleep between polls
     (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
     executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
     the sync-free executors, 0 for one program per block or the number of persistent programs per
