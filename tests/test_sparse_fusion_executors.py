@@ -252,9 +252,9 @@ def test_flag_executor_claims(per_sm, claim):
 def test_flag_executor_claim_defaults_and_errors():
     """The flag executor keeps one program per block by default (FLAG_PROGRAMS_PER_SM: striding
     was not faster everywhere) and polls without a nap unless given one (NAP_NS; on a GPU the nap
-    is slept, in the interpreter skipped); persistent programs stride unless told to take tickets; striding
-    needs persistent programs; the executors that always take tickets resolve any claim to the
-    counter."""
+    is slept, in the interpreter skipped); persistent programs stride unless told to take
+    tickets; striding needs persistent programs; the executors that always take tickets resolve
+    any claim to the counter."""
     pair = "spilu0_sptrsv"
     mats, b = _problem(pair)
     like = _vector(b, "float64")
