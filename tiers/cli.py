@@ -132,7 +132,8 @@ def main(argv=None):
     b.add_argument("--block-rows", default=None,
                    help="sparse_fusion: comma list of iterations per block for t3's sync-free executors (a sweep)")
     b.add_argument("--nap-ns", default=None,
-                   help="sparse_fusion: comma list of sleeps between polls for t3's dataflow executors (a sweep)")
+                   help="sparse_fusion: comma list of sleeps between polls for t3's sync-free executors "
+                        "(a sweep)")
     b.add_argument("--chain-steps", default=None,
                    help="sparse_fusion: comma list of links per block for t3's chain and segment executors (a sweep)")
     b.add_argument("--programs-per-sm", default=None,

@@ -5,11 +5,11 @@
 t3 sparse-attention gradients with the current backward tiles against float64 t1, then every
 sparse-fusion pair on small matrices in t2 and t3 (levels, sync-free with flags, and dataflow,
 chains and segments where the pair allows; the flag and dataflow executors also with their
-persistent programs taking tickets and striding, CLAIMED) against t0. Exits 2 when the flag executor fails, else
-3 when the dataflow executor fails, else 4 when the chain executor fails, else 5 when the segment
-executor fails, so a session script can leave the failing one out of the benchmark
-(`--executors ...`); with EXECUTOR arguments only those t3 executors run. Run it under
-`timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the
+persistent programs taking tickets and striding, CLAIMED) against t0. Exits 2 when the flag
+executor fails, else 3 when the dataflow executor fails, else 4 when the chain executor fails,
+else 5 when the segment executor fails, so a session script can leave the failing one out of
+the benchmark (`--executors ...`); with EXECUTOR arguments only those t3 executors run. Run it
+under `timeout`, since a wrong wait hangs instead of failing. On a CPU it is a dry run in the
 interpreter with smaller shapes."""
 import sys
 import time

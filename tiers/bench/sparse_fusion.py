@@ -633,7 +633,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
     `workers` (a sweep) and `options` go to the inspectors that take them; `executors`
     restricts t3's executor variants (default: all it has); `block_rows` sweeps the iterations
-    per block of its sync-free executors (None: the module's default), `nap_ns` the dataflow
+    per block of its sync-free executors (None: the module's default), `nap_ns` the sync-free
     executors' sleep between polls, `chain_steps` the chain executor's links per block,
     `programs_per_sm` the sync-free executors' persistent programs per SM (0: one program per
     block), `tickets` the block order of the dataflow and flag executors, `tickets_ahead` the

@@ -255,10 +255,11 @@ def tuning_defaults(executor, pair=None) -> dict:
     flag executor on the factor pairs (factor_block_rows), R and tickets ahead of the dataflow
     executor (dataflow_shape)."""
     by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
+    programs = _default_programs(executor)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": _default_programs(executor), "tickets": TICKET_ORDER.get(executor),
-             "tickets_ahead": None, "claim": default_claim(executor, _default_programs(executor))}
+             "programs_per_sm": programs, "tickets": TICKET_ORDER.get(executor),
+             "tickets_ahead": None, "claim": default_claim(executor, programs)}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -607,9 +608,7 @@ def _run_syncfree(run, val, vec):
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
                      *rows.table_args(run.dev), val, vec),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
-                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, LOOP=run.programs_per_sm > 0,
-                         STRIDE=run.claim == "stride", NAP=0 if interpreting() else run.nap_ns,
-                         num_warps=run.num_warps))
+                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, num_warps=run.num_warps))
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -758,11 +757,11 @@ programming guide, compute capabilities table; 32 on sm_80 and sm_90)."""
 def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     """How many programs of a compiled kernel one SM holds at once (what a cooperative launch may
     ask for): the registers, the threads, the shared memory (1 KB reserved a program) and the
-    blocks an SM takes (MAX_PROGRAMS_PER_SM) each bound it. Registers go 256 at a time to a warp, from one of the SM's
-    four quarters, so a warp's registers must fit in a quarter's remainder: at 80 a thread an SM
-    holds 4 · ⌊16 384 / 2 560⌋ = 24 one-warp programs, not 65 536 / 2 560 = 25 (on the H100 a
-    cooperative launch of 25 a SM was refused as too large, 2026-11-27). `props`: the device's
-    properties."""
+    blocks an SM takes (MAX_PROGRAMS_PER_SM) each bound it. Registers go 256 at a time to a
+    warp, from one of the SM's four quarters, so a warp's registers must fit in a quarter's
+    remainder: at 80 a thread an SM holds 4 · ⌊16 384 / 2 560⌋ = 24 one-warp programs, not
+    65 536 / 2 560 = 25 (on the H100 a cooperative launch of 25 a SM was refused as too large,
+    2026-11-27). `props`: the device's properties."""
     per_warp = -(-n_regs * 32 // 256) * 256
     quarter = getattr(props, "regs_per_multiprocessor", 65536) // 4
     by_regs = 4 * (quarter // max(per_warp, 1)) // num_warps
@@ -772,14 +771,19 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
 
 
 def _launch_claimed(kernel, run, count, args, meta):
-    """Launch `kernel` (LOOP, and STRIDE where it strides, in `meta`) over `count` blocks as `run`
-    says; every sync-free executor launches through here. One program per block, or
+    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what every sync-free
+    kernel takes from it: LOOP (persistent programs), NAP (the sleep between polls; none in the
+    interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
+    Every sync-free executor launches through here. One program per block, or
     run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
     stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
     fails rather than leave one out), and asks for no more programs per SM than the compiled
     kernel lets an SM hold (resident_per_sm, found once per Prepared). The interpreter runs
     programs one after another, so there a single striding program takes every block."""
     stride = run.claim == "stride"
+    meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
+    if run.executor in STRIDING:
+        meta["STRIDE"] = stride
     if stride and interpreting():
         kernel[(1,)](*args, **meta)
         return
@@ -814,7 +818,6 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     tables = (run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst"))
     _launch_claimed(kernel, run, count, (ticket, count, *blocks, *tables, val, vec, n),
                     dict(R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
-                         NAP=0 if interpreting() else run.nap_ns, LOOP=run.programs_per_sm > 0,
                          WIDE=run.tables.wide(chunk), num_warps=run.num_warps))
 
 
@@ -913,9 +916,9 @@ def _run_dataflow(run, val, vec, vector):
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
                      rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n),
-                    dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], NAP=0 if interpreting() else run.nap_ns,
-                         LOOP=run.programs_per_sm > 0, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0,
-                         PTX=not interpreting(), STRIDE=run.claim == "stride", num_warps=run.num_warps,
+                    dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
+                         AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
+                         num_warps=run.num_warps,
                          **run.record_shape))
     vec[n:] = slots[sdev["back"]]
 
