@@ -260,7 +260,7 @@ def test_flag_executor_claim_defaults_and_errors():
     like = _vector(b, "float64")
     assert t3.FLAG_PROGRAMS_PER_SM == 0
     assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "nap_ns": 0, "tickets": "dag",
-                                                    "programs_per_sm": 0, "claim": "counter"}
+                                                    "programs_per_sm": 0, "claim": "counter", "fuse_rows": True}
     run = t3.prepare(pair, *mats, like=like, executor="syncfree")
     assert (run.programs_per_sm, run.claim, run.nap_ns) == (0, "counter", 0)
     napping = t3.prepare(pair, *mats, like=like, executor="syncfree", nap_ns=150)
@@ -906,3 +906,134 @@ def test_factor_pairs_take_small_flag_blocks():
     fn = registry.get("sparse_fusion", "t3_triton_fused", "spilu0_sptrsv")
     row, _ = runner(fn, "spilu0_sptrsv", [t27], like27, None, "syncfree", {"block_rows": None, "tickets": "dag"})
     assert row["block_rows"] == 1 and row["timed"] == "prepared"
+
+
+# ---------------------------------------------------------------- fused rows (the flag executor on the factor pairs)
+
+def _merged_reps(fuse):
+    rep = np.arange(len(fuse))
+    heads = np.flatnonzero(fuse >= 0)
+    rep[fuse[heads]] = heads
+    return rep
+
+
+def test_fused_rows_follow_the_schedule():
+    """Solve row i rides with factor row i exactly where the schedule puts both in one partition:
+    the sparse-fusion inspector does so for nearly every row (interleaved packing), a wavefront
+    schedule never can (solve row i lies a level below factor row i); the vector pairs fuse
+    nothing."""
+    A = sm.poisson2d(12)
+    for pair in sd.FACTOR_PAIRS:
+        mats = operands(pair, A)
+        for kind in fs.KINDS:
+            s = fs.inspect(pair, *mats, kind=kind, workers=4)
+            fuse = t3.fused_rows(s, mats)
+            n1 = s.n1
+            part = np.empty(2 * n1, dtype=np.int64)
+            part[s.order] = np.repeat(np.arange(s.partitions()), np.diff(s.part_ptr))
+            i = np.arange(n1)
+            assert (fuse[n1:] == -1).all()
+            assert ((fuse[:n1] >= 0) == (part[i] == part[n1 + i])).all()
+            assert (fuse[:n1][fuse[:n1] >= 0] == n1 + i[fuse[:n1] >= 0]).all()
+            if kind == "wavefront":
+                assert (fuse == -1).all()
+            if kind == "sparse_fusion":
+                assert (fuse >= 0).sum() >= 0.9 * n1
+    mats = operands("spmv_sptrsv", A)
+    assert t3.fused_rows(fs.inspect("spmv_sptrsv", *mats, kind="sparse_fusion"), mats) is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS), kind=st.sampled_from(fs.KINDS), workers=st.integers(1, 9),
+       R=st.sampled_from([1, 2, 3, 16]), tickets=st.sampled_from(("dag", "alap", "mid")))
+def test_fused_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair, kind, workers, R, tickets):
+    """With fused rows the blocks list every iteration but the fused solve rows exactly once, in
+    blocks of at most R; every dependence of the joint DAG, with each fused solve row standing
+    for its factor row, points from a lower ticket to a higher one — except factor row i → solve
+    row i, which the same lane runs in order — and each block lists exactly the blocks it needs.
+    (The schedule's own (level, step) tickets cannot take merged rows: test_fuse_rows_option.)"""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind=kind, workers=workers)
+    fuse = t3.fused_rows(s, mats)
+    blk_ptr, seq, dep_ptr, dep_blk = t3.ticket_blocks(s, mats, R, tickets, fuse_rows=True)
+    n = s.n1 + s.n2
+    rep = _merged_reps(fuse)
+    assert sorted(seq.tolist()) == np.flatnonzero(rep == np.arange(n)).tolist()
+    sizes = np.diff(blk_ptr)
+    assert blk_ptr[0] == 0 and blk_ptr[-1] == len(seq) and sizes.max(initial=1) <= R and sizes.min(initial=1) >= 1
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[seq] = np.repeat(np.arange(len(sizes)), sizes)
+    block_of = block_of[rep]
+    u, v = sd.joint_dag(pair, *mats).sources()
+    inside = rep[u] == rep[v]
+    assert (fuse[u[inside]] == v[inside]).all()
+    assert (block_of[u[~inside]] < block_of[v[~inside]]).all()
+    want = [set() for _ in sizes]
+    for a, b in zip(block_of[u[~inside]].tolist(), block_of[v[~inside]].tolist()):
+        want[b].add(a)
+    assert [sorted(w) for w in want] == [dep_blk[dep_ptr[t]:dep_ptr[t + 1]].tolist() for t in range(len(sizes))]
+
+
+def test_a_ticket_order_that_waits_on_the_future_is_refused(monkeypatch):
+    """ticket_blocks checks the property every sync-free launch rests on instead of trusting its
+    keys: with keys that put a row before what it reads, it raises rather than build a plan that
+    would hang."""
+    A = sm.poisson2d(5)
+    mats = operands("spilu0_sptrsv", A)
+    s = fs.inspect("spilu0_sptrsv", *mats, kind="wavefront")
+    dag, level = t3._joint(s, mats)
+    s.cache["joint_levels"] = level.max() - level             # reversed: every dependence points to the future
+    with pytest.raises(AssertionError, match="a block would wait for itself or a later block"):
+        t3.ticket_blocks(s, mats, 4, "dag")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+@pytest.mark.parametrize("rows_as", ["held", "walked"])
+def test_fused_rows_match_t0(pair, rows_as, dtype, monkeypatch):
+    """The flag executor under the sparse-fusion schedule runs each solve row inside its factor
+    row's block — from the registers the held row ends in, or after the walk in memory — and
+    gives t0's factor and solve, with half the blocks; fuse_rows=False runs them apart and gives
+    the same. 27-point rows (IC: the divisor read from the held row) and a band too wide to hold."""
+    A = sm.poisson3d(3, points=27) if rows_as == "held" else sm.banded_spd(30, 12, seed=2)
+    mats = operands(pair, A)
+    b = np.random.default_rng(_seed(pair, rows_as)).standard_normal(A.shape[0])
+    s = fs.inspect(pair, *mats, kind="sparse_fusion")
+    like = _vector(b, dtype)
+    if rows_as == "walked":
+        monkeypatch.setattr(rows, "HELD_BUDGET", 0)
+    ref = _reference(pair, mats, b, dtype, ("fused", pair, rows_as, dtype))
+    fused = t3.prepare(pair, *mats, like=like, schedule=s, executor="syncfree")
+    assert (fused.tables.held(fused.block_rows)[0] > 0) == (rows_as == "held")
+    apart = t3.prepare(pair, *mats, like=like, schedule=s, executor="syncfree", fuse_rows=False)
+    assert fused.fuse_rows and fused.fused == (t3.fused_rows(s, mats) >= 0).sum() >= A.shape[0] // 2
+    assert not apart.fuse_rows and apart.fused == 0 and fused.plan[0] < apart.plan[0]
+    for run, what in ((fused, "fused"), (apart, "apart")):
+        _check(run(like), ref, pair, mats, dtype, f"{what} {rows_as} rows")
+
+
+def test_fuse_rows_option():
+    """fuse_rows takes True, False or None (FUSE_ROWS); the executors without fused rows ignore it,
+    and so does the flag executor with tickets="schedule", whose (level, step) groups a merged row
+    would straddle: ticket_blocks refuses that pairing. Under LBC some solve rows share their
+    factor row's partition and some do not; merged by step, the first of them put a row before one
+    it reads."""
+    A = sm.poisson2d(4)
+    like = _vector(np.ones(16), "float64")
+    with pytest.raises(ValueError, match="fuse_rows must be True, False or None, got 1"):
+        t3.prepare("spilu0_sptrsv", A, like=like, executor="syncfree", fuse_rows=1)
+    s = fs.inspect("spilu0_sptrsv", A, kind="sparse_fusion")
+    assert t3.prepare("spilu0_sptrsv", A, like=like, schedule=s, executor="syncfree").fuse_rows is t3.FUSE_ROWS
+    assert t3.prepare("spilu0_sptrsv", A, like=like, schedule=s, executor="levels", fuse_rows=True).fused == 0
+    by_step = t3.prepare("spilu0_sptrsv", A, like=like, schedule=s, executor="syncfree", tickets="schedule")
+    assert by_step.fuse_rows and by_step.fused == 0
+    with pytest.raises(ValueError, match="fused rows take their tickets from the merged DAG's levels"):
+        t3.ticket_blocks(s, (A,), 4, "schedule", fuse_rows=True)
+    mats, b = _problem("spilu0_sptrsv")
+    lbc = _schedule("spilu0_sptrsv", mats, "lbc")
+    assert 0 < (t3.fused_rows(lbc, mats) >= 0).sum() < lbc.n1       # partly fused: what tripped "schedule"
+    run = t3.prepare("spilu0_sptrsv", *mats, like=_vector(b, "float64"), schedule=lbc, executor="syncfree",
+                     tickets="schedule")
+    _check(run(_vector(b, "float64")), _reference("spilu0_sptrsv", mats, b, "float64", ("spilu0_sptrsv", "float64")),
+           "spilu0_sptrsv", mats, "float64", "LBC, tickets by the schedule's steps")

@@ -9,6 +9,15 @@ def _ints(text):
     return tuple(int(x) for x in text.split(","))
 
 
+def _switches(text):
+    """'on,off' → (True, False)."""
+    words = {"on": True, "off": False}
+    bad = [w for w in text.split(",") if w not in words]
+    if bad:
+        raise SystemExit(f"expected on or off, got {', '.join(bad)}")
+    return tuple(words[w] for w in text.split(","))
+
+
 def _options(text):
     """'slack=0.2,packing=separated' -> {'slack': 0.2, 'packing': 'separated'} (numbers parsed)."""
     out = {}
@@ -147,6 +156,9 @@ def main(argv=None):
     b.add_argument("--claim", default=None,
                    help="sparse_fusion: comma list of ways a persistent program of t3's flag or dataflow executor "
                         "finds its next block (counter, stride; a sweep)")
+    b.add_argument("--fuse-rows", default=None,
+                   help="sparse_fusion: comma list of on/off: whether t3's flag executor runs a factor pair's solve "
+                        "rows inside their factor rows' blocks where the schedule allows (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--reps", type=int, default=1,
                    help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")
@@ -215,7 +227,8 @@ def main(argv=None):
             programs_per_sm=_ints(args.programs_per_sm) if args.programs_per_sm else (None,),
             tickets=tuple(args.tickets.split(",")) if args.tickets else (None,),
             tickets_ahead=_ints(args.tickets_ahead) if args.tickets_ahead else (None,),
-            claim=tuple(args.claim.split(",")) if args.claim else (None,))
+            claim=tuple(args.claim.split(",")) if args.claim else (None,),
+            fuse_rows=_switches(args.fuse_rows) if args.fuse_rows else (None,))
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

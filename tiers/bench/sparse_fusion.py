@@ -70,7 +70,7 @@ MATRICES = {
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
              "options", "block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets", "tickets_ahead",
-             "claim")
+             "claim", "fuse_rows")
 
 
 def make_matrix(name: str, size: int):
@@ -559,6 +559,8 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         return row, _raiser(e)
     # the options the prepared runner took: prepare decides some of them from the matrices
     took = {k: getattr(prepared, k) for k in getattr(module, "TUNABLE", {}).get(executor, ())}
+    if getattr(prepared, "fused", 0):
+        took["fused_rows"] = prepared.fused      # how many solve rows ran inside their factor row's block
     return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
             lambda: prepared(v))
 
@@ -591,6 +593,8 @@ class _Case:
         label += f" tickets={row['tickets']}" if row.get("tickets") else ""
         label += f" ahead={row['tickets_ahead']}" if row.get("tickets_ahead") else ""
         label += f" claim={row['claim']}" if row.get("claim") not in (None, "counter") else ""
+        label += f" fused={row['fused_rows']}" if row.get("fused_rows") else ""
+        label += " fuse_rows=off" if row.get("fuse_rows") is False else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),
@@ -627,7 +631,7 @@ class _Case:
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
         sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
         progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,), chain_steps=(None,),
-        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,), claim=(None,)):
+        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,), claim=(None,), fuse_rows=(None,)):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
@@ -638,7 +642,9 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     `programs_per_sm` the sync-free executors' persistent programs per SM (0: one program per
     block), `tickets` the block order of the dataflow and flag executors, `tickets_ahead` the
     tickets a persistent dataflow program holds beyond its block, `claim` how a persistent
-    program of the flag or dataflow executor finds its next block."""
+    program of the flag or dataflow executor finds its next block, `fuse_rows` whether the flag
+    executor runs a factor pair's solve rows inside their factor rows' blocks where the
+    schedule allows (True / False)."""
     import torch
 
     from tiers import registry
@@ -666,7 +672,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     tiers_here = [p for p in providers if p in TIER_PROVIDERS]
     sweeps = {"block_rows": block_rows, "nap_ns": nap_ns, "chain_steps": chain_steps,
               "programs_per_sm": programs_per_sm, "tickets": tickets, "tickets_ahead": tickets_ahead,
-              "claim": claim}
+              "claim": claim, "fuse_rows": fuse_rows}
     rows, paths = [], ()
 
     def write():

@@ -373,7 +373,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
                 W: tl.constexpr, S: tl.constexpr):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the row, its pivots, the other operand of every pair: entries of finished
-    rows), the steps, one store. ILU: l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs.
+    rows), the steps, one store; returns the finished row ([R, W]). ILU: l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs.
     IC: w[j] = (w[j] − Σ w[k] · l_jk) / pivot for j < i. The diagonal step, always the row's last,
     pairs every other entry of the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the
     row, not a second one-hot gather of its pairs from registers (which every step paid for
@@ -408,6 +408,17 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             w = tl.where(hit, val[:, None], w)
     tl.debug_barrier()                 # every copy of the row read before it is overwritten (factor_rows)
     tl.store(VAL + at, w, mask=inrow)
+    return w
+
+
+@triton.jit
+def held_solve(w, x_at, x, b, d_loc, W: tl.constexpr):
+    """Row i of the triangular solve that follows a factor, x_i = (b_i − Σ_{j<i} l_ij·x_j) / d_i,
+    from factor row i as held_finish left it on registers (w, [R, W]): x holds x_j where x_at ≥ 0
+    (the row's entries l_ij, RowTables.solve_x_at), d_loc the local index of the divisor l_ii
+    (IC(0)), or −1 for ILU(0)'s unit diagonal."""
+    d = tl.where(d_loc >= 0, tl.sum(tl.where(tl.arange(0, W)[None, :] == d_loc[:, None], w, 0.0), 1), 1.0)
+    return _div(b - tl.sum(tl.where(x_at >= 0, w * x, 0.0), 1), d)
 
 
 @triton.jit
@@ -529,6 +540,24 @@ class RowTables:
         if W and step_work is not None:
             cap = min(cap, step_work // (C * W))
         return max(1, cap)
+
+    @functools.cached_property
+    def solve_x_at(self) -> np.ndarray:
+        """Factor pairs: per VAL position of a factor entry that row i of the solve multiplies
+        (l_ij, j < i), the VEC position of x_j; −1 elsewhere. With it a program that has just
+        computed factor row i on registers solves row i from them (t3's fused rows). Every solve
+        entry lies in its row of the factor: the solve reads the factor it follows."""
+        at = np.full(len(self.upd_ptr) - 1, -1, dtype=np.int32)
+        if not self.factor:
+            return at
+        first = int(self.ent_ptr[self.n1])
+        e = np.arange(first, int(self.ent_ptr[-1]))
+        row = dags.row_ids(self.ent_ptr[self.n1:].astype(np.int64) - first)
+        p = self.ent_val[e]
+        if ((p < self.fac_ptr[row]) | (p >= self.fac_ptr[row + 1])).any():
+            raise AssertionError("a solve entry lies outside its row of the factor")
+        at[p] = self.ent_aux[e]
+        return at
 
     def values(self, matrices) -> np.ndarray:
         """VAL for one call, from the canonical CSR matrices the tables were built for."""

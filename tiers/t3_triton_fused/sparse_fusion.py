@@ -34,6 +34,20 @@ before: each block of iterations waits only for the blocks it reads from.
     stores are issued before one thread sets the block's flag with release semantics; raising
     it earlier could let a waiting program read a row not yet written.
 
+  * Fused rows (fused_rows, the factor pairs, since 2026-11-27). Where the schedule puts solve
+    row i in the partition of factor row i — the sparse-fusion inspector's interleaved packing
+    does for nearly every row, a wavefront schedule never can — one lane runs both: it computes
+    factor row i on registers and solves x_i from that row and the x_j it loaded with the row's
+    other operands, so the solve costs no block, no flag and no reload. The fused rows wait for
+    what the factor rows wait for (fused_rows says why that is all they need), so the DAG of the
+    blocks is the factor's. It shortens no chain: solve row i already ran right behind factor
+    row i, one hop later, so the depth stays what it was; it removes half the blocks and their
+    work. Measured on the H100 (float64, sparse-fusion schedule, flag executor, A/B in 3
+    interleaved rounds, figures/data/fused_ab_*), ILU(0) / IC(0), fused against apart: 3D 1.35 /
+    1.75 ms against 1.62 / 2.01, 27-point 5.60 / 6.37 against 5.70 / 7.76, 2D 6.31 / 6.85
+    against 6.11 / 7.22 — the 2D ILU(0) loses 3 %: its levels are narrow, so a hop's latency sets
+    the time, and a fused hop also does the solve (FUSE_ROWS).
+
   Under TRITON_INTERPRET=1 programs run one after another in program-id order: the ticket is
   the program id, every dependence is already done, and the spins exit at once.
 
@@ -145,8 +159,8 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       held_fetch, held_finish, iterations, nap, tail_sum, vec_loads)
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_rows, affine_step, factor_rows,
+                                       held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_loads)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -233,6 +247,17 @@ resident_check_*), ILU(0) / IC(0), one program per block (two runs) against stri
 program per block stays: these kernels are bound by their rows' work (ncu on the 27-point ILU(0),
 figures/data/ncu_flag_ilu27_*: 113 registers, 16 programs an SM, 44 % of the cycles between a
 warp's instructions waiting on L1TEX loads), not by the tickets."""
+FUSE_ROWS = True
+"""The flag executor's default for fuse_rows (fused_rows): run a factor pair's solve row in the
+program of its factor row wherever the schedule puts the two in one partition. Measured on the
+H100 (2026-11-27, float64, natural order; module docstring and figures/data/fused_*): with the
+sparse-fusion schedule, fused against apart, the A/B probe's medians of 3 rounds gave 3D ILU(0) /
+IC(0) −17 / −13 %, 27-point −2 / −18 %, 2D +3 / −5 %; the package CLI the same afternoon (one
+run each) 3D 1.45 / 1.56 ms against 1.62 / 1.73, 27-point 5.52 / 6.30 against 5.41 / 7.58, 2D
+6.52 / 6.94 against 6.12 / 7.53, power-law 4.18 / 1.75 against 4.15 / 2.19. Where a factor row's
+work dwarfs its solve (27-point ILU(0): 13 held steps over 27 entries) or a hop's latency bounds
+the time (2D) it gains nothing or loses a few per cent; no rule was tried that would tell those
+apart from the rest, so it stays on."""
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -242,7 +267,7 @@ options on the power-law graph alone, and R = 4 with 2 warps, ran right (2026-11
 figures/data/warps_dataflow_sparse_fusion_*). The cause was not found; more warps were never
 faster here (power-law sptrsv_spmv 1.37 ms with 2 warps at R = 8 against 1.20 with one at R = 4),
 so these executors take one."""
-TUNABLE = {"syncfree": ("block_rows", "nap_ns", "tickets", "programs_per_sm", "claim"),
+TUNABLE = {"syncfree": ("block_rows", "nap_ns", "tickets", "programs_per_sm", "claim", "fuse_rows"),
            "dataflow": ("block_rows", "nap_ns", "programs_per_sm", "tickets", "tickets_ahead", "claim"),
            "chains": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm"),
            "segments": ("block_rows", "nap_ns", "chain_steps", "programs_per_sm")}
@@ -259,7 +284,7 @@ def tuning_defaults(executor, pair=None) -> dict:
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
              "programs_per_sm": programs, "tickets": TICKET_ORDER.get(executor),
-             "tickets_ahead": None, "claim": default_claim(executor, programs)}
+             "tickets_ahead": None, "claim": default_claim(executor, programs), "fuse_rows": FUSE_ROWS}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -423,17 +448,20 @@ def _joint(schedule, mats):
 
 
 def _latest_levels(schedule, mats):
-    """As-late-as-possible level of every iteration of the joint DAG: depth − 1 − the longest
-    path from it to a sink (the wavefront levels of the reversed DAG), cached per schedule."""
-    def build():
-        dag, level = _joint(schedule, mats)
-        u, v = dag.sources()
-        by = np.argsort(u, kind="stable")
-        ptr = np.zeros(dag.n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
-        height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
-        return int(level.max(initial=0)) - height
-    return schedule.cached("joint_latest_levels", build)
+    """As-late-as-possible level of every iteration of the joint DAG (_alap_levels), cached per
+    schedule."""
+    return schedule.cached("joint_latest_levels", lambda: _alap_levels(*_joint(schedule, mats)))
+
+
+def _alap_levels(dag, level):
+    """As-late-as-possible level of every iteration of `dag` (wavefront levels `level`): depth − 1
+    − the longest path from it to a sink (the wavefront levels of the reversed DAG)."""
+    u, v = dag.sources()
+    by = np.argsort(u, kind="stable")
+    ptr = np.zeros(dag.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
+    height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
+    return int(level.max(initial=0)) - height
 
 
 # tickets="mid": an iteration whose row stores more entries than this starts as early as it can
@@ -449,20 +477,26 @@ def _mid_levels(schedule, mats):
     row, read by most of the solve). Every dependence still rises by at least one."""
     def build():
         dag, asap = _joint(schedule, mats)
-        key = asap + _latest_levels(schedule, mats)
         cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
-        heavy = cost > HEAVY
-        if not heavy.any():
-            return key
-        key = np.where(heavy, 2 * asap, key)
-        u, v = dag.sources()
-        by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
-        u, v = u[by], v[by]
-        cut = np.flatnonzero(np.diff(asap[u])) + 1
-        for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
-            np.minimum.at(key, u[a:b], key[v[a:b]] - 1)
-        return key
+        return _mid_keys(dag, asap, _latest_levels(schedule, mats), cost)
     return schedule.cached("joint_mid_levels", build)
+
+
+def _mid_keys(dag, asap, alap, cost):
+    """_mid_levels' keys for any DAG, from its as-soon- and as-late-as-possible levels and the
+    iterations' costs."""
+    key = asap + alap
+    heavy = cost > HEAVY
+    if not heavy.any():
+        return key
+    key = np.where(heavy, 2 * asap, key)
+    u, v = dag.sources()
+    by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
+    u, v = u[by], v[by]
+    cut = np.flatnonzero(np.diff(asap[u])) + 1
+    for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
+        np.minimum.at(key, u[a:b], key[v[a:b]] - 1)
+    return key
 
 
 @triton.jit
@@ -477,13 +511,15 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 
 @triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, R: tl.constexpr,
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FUSE, X_AT, FACTOR: tl.constexpr, R: tl.constexpr,
               CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-              C: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
+              C: tl.constexpr, FUSED: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
-    program sleeps between polls."""
+    program sleeps between polls. FUSED (fused_rows): a factor row v with FUSE[v] ≥ 0 also
+    solves that row, x_i = (b_i − Σ_{j<i} l_ij·x_j) / d_i — held rows from the registers the
+    factor row ends in (X_AT: RowTables.solve_x_at), walked rows from memory."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -504,6 +540,15 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         if W > 0:    # held factor rows: their positions too, three dependent loads off the critical path
             w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                 v, fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+        if FUSED:    # the solve row each factor row carries, and (held) where its x_j are
+            v2 = tl.load(FUSE + v, mask=fac, other=-1)
+            two = fac & (v2 >= 0)
+            if W > 0:
+                x_at = tl.load(X_AT + w_at, mask=inrow & two[:, None], other=-1)
+                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two, other=0), mask=two, other=0.0)
+                d_at = tl.load(DIAG + v2, mask=two, other=-1)
+                d_loc = tl.where(d_at >= 0, d_at - row0, -1)
+                dst2 = tl.load(DST + v2, mask=two, other=0)
         dep_end = tl.load(DEP_PTR + t + 1)
         for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
             at = q + tl.arange(0, DEPS)
@@ -517,9 +562,15 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
         tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
         if W > 0:
-            held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+            if FUSED:
+                x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
+            w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+            if FUSED:
+                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two)
         elif FACTOR != 0:
             factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+            if FUSED:                      # factor_rows ends at a barrier: the row is there for all
+                affine_rows(v2, two, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK, WIDE)
         affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
                       FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
         tl.debug_barrier()                 # every thread's stores issued before the flag goes up
@@ -541,10 +592,68 @@ TICKETS = ("dag", "alap", "mid", "schedule")
 TICKET_ORDER = {"syncfree": "dag", "dataflow": "mid"}
 
 
-def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
+def fused_rows(schedule, mats):
+    """The rows the flag executor runs fused: for a factor pair, fuse[i] = n1 + i where the
+    schedule puts solve row i in the partition of factor row i (one worker runs both, the
+    factor row first), else −1; None for the other pairs. One program then computes factor row
+    i on registers and solves row i from them (_syncfree): no hop between the two, no reload of
+    the row, half the blocks. The sparse-fusion inspector packs nearly every solve row with its
+    factor row (interleaved packing); a wavefront schedule never can (solve row i lies a level
+    below factor row i), LBC seldom does.
+
+    Why the two may run as one iteration, whatever else the schedule holds: solve row i reads
+    factor row i and x_j for the j < i of row i's lower pattern, and factor row i reads the
+    factor rows of that same pattern (ILU(0): the pivot rows k with a_ik ≠ 0; IC(0): the rows j
+    with l_ij ≠ 0). So the fused iteration waits for fused iterations j < i only, and nothing
+    that factor row i feeds reaches solve row i but factor row i itself: merging the two
+    leaves the DAG acyclic, the DAG of the factor rows."""
+    if schedule.pair not in dags.FACTOR_PAIRS:
+        return None
+
+    def build():
+        n1, n = schedule.n1, schedule.n1 + schedule.n2
+        part = np.empty(n, dtype=np.int64)
+        part[schedule.order] = np.repeat(np.arange(schedule.partitions()), np.diff(schedule.part_ptr))
+        i = np.arange(n1)
+        fuse = np.full(n, -1, dtype=np.int64)
+        together = i[part[i] == part[n1 + i]]
+        fuse[together] = n1 + together
+        return fuse
+    return schedule.cached("fused_rows", build)
+
+
+def _merged(schedule, mats):
+    """(DAG, wavefront levels, costs, listed) of the joint DAG with each fused solve row merged
+    into its factor row (fused_rows), cached per schedule: the dependences between the
+    iterations that remain (listed; a merged solve row keeps no edge), their levels, and their
+    costs (a fused row costs both rows)."""
+    def build():
+        fuse = fused_rows(schedule, mats)
+        dag, level = _joint(schedule, mats)
+        u, v = dag.sources()
+        n = dag.n
+        rep = np.arange(n)
+        heads = np.flatnonzero(fuse >= 0)
+        rep[fuse[heads]] = heads
+        u, v = rep[u], rep[v]
+        keep = u != v
+        u, v = u[keep], v[keep]
+        merged = dags.dag_from_edges(u, v, dag.n1, dag.n2)
+        cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
+        cost = cost.copy()
+        cost[heads] += cost[fuse[heads]]
+        return merged, dags.wavefront_levels(merged), cost, rep == np.arange(n)
+    return schedule.cached("merged_dag", build)
+
+
+def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
-    dep_blk[dep_ptr[t]:dep_ptr[t+1]].
+    dep_blk[dep_ptr[t]:dep_ptr[t+1]]. With fuse_rows, an iteration i with fused_rows(...)[i] ≥ 0
+    also runs that iteration, which is listed in no block: the blocks are those of the joint
+    DAG with each such pair merged into one iteration (_merged), keyed by that DAG's levels, so
+    not with tickets="schedule" (ValueError): a merged row would straddle two of the schedule's
+    (level, step) groups, and rows between them may need it or be needed by it.
 
     tickets="dag": iterations sorted by (wavefront level of the joint DAG, position in the
     schedule), each level cut into blocks of at most R — the shortest chains of waits, whatever
@@ -562,53 +671,75 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag"):
     pos = np.empty(n, dtype=np.int64)
     pos[schedule.order] = np.arange(n)
     sizes = np.diff(schedule.part_ptr)
+    if fuse_rows and tickets == "schedule":
+        raise ValueError("fused rows take their tickets from the merged DAG's levels, not the schedule's steps; "
+                         "use tickets 'dag', 'alap' or 'mid' with them")
+    fuse = fused_rows(schedule, mats) if fuse_rows else None
+    if fuse is None or not (fuse >= 0).any():
+        dag, level = _joint(schedule, mats)
+        keys = {"dag": lambda: level, "alap": lambda: _latest_levels(schedule, mats),
+                "mid": lambda: _mid_levels(schedule, mats)}
+        listed = np.ones(n, dtype=bool)
+    else:
+        dag, level, cost, listed = _merged(schedule, mats)
+        keys = {"dag": lambda: level, "alap": lambda: _alap_levels(dag, level),
+                "mid": lambda: _mid_keys(dag, level, _alap_levels(dag, level), cost)}
     if tickets in ("dag", "alap", "mid"):
-        group = {"dag": lambda: _joint(schedule, mats)[1], "alap": lambda: _latest_levels(schedule, mats),
-                 "mid": lambda: _mid_levels(schedule, mats)}[tickets]()
-        seq = np.lexsort((pos, group))
+        group = keys[tickets]()
     elif tickets == "schedule":
         level = np.empty(n, np.int64)
         level[schedule.order] = np.repeat(schedule.partition_level(), sizes)
         step = np.empty(n, np.int64)
         step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
-        group = level * (int(sizes.max(initial=0)) + 1) + step
-        seq = np.lexsort((pos, group))          # within a (level, step): partition order
+        group = level * (int(sizes.max(initial=0)) + 1) + step   # within a (level, step): partition order
     else:
         raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
+    seq = np.lexsort((pos, group))
+    seq = seq[listed[seq]]
+    m = len(seq)
     g = group[seq]
-    start = np.ones(n, dtype=bool)
+    start = np.ones(m, dtype=bool)
     start[1:] = g[1:] != g[:-1]
-    run_start = np.maximum.accumulate(np.where(start, np.arange(n), 0))
-    start |= (np.arange(n) - run_start) % R == 0            # a new block every R within a group
-    blk_ptr = np.append(np.flatnonzero(start), n).astype(np.int64)
+    run_start = np.maximum.accumulate(np.where(start, np.arange(m), 0))
+    start |= (np.arange(m) - run_start) % R == 0            # a new block every R within a group
+    blk_ptr = np.append(np.flatnonzero(start), m).astype(np.int64)
     B = len(blk_ptr) - 1
     block_of = np.empty(n, dtype=np.int64)
     block_of[seq] = np.cumsum(start) - 1
-    u, v = _joint(schedule, mats)[0].sources()
+    u, v = dag.sources()
+    if (block_of[u] >= block_of[v]).any():      # what the sync-free argument rests on
+        raise AssertionError(f"tickets={tickets!r}: a block would wait for itself or a later block")
     waits = np.unique(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
     dep_ptr = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(np.bincount(waits // max(B, 1), minlength=B), out=dep_ptr[1:])
     return blk_ptr, seq, dep_ptr, waits % max(B, 1)
 
 
-def _syncfree_plan(schedule, mats, R, tickets, device):
-    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets)
-    dev = rows.to_device({"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
-                          "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32)}, device)
-    return len(blk_ptr) - 1, dev
+def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
+    """(blocks, the block tables on the device, fused rows): ticket_blocks, with the rows the
+    schedule fuses (fused_rows) merged when fuse_rows, unless the tickets follow the schedule's
+    own steps (ticket_blocks)."""
+    fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
+    fused = fuse is not None and bool((fuse >= 0).any())
+    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
+    host = {"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
+            "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32),
+            "fuse": (fuse if fused else np.full(1, -1)).astype(np.int32),
+            "x_at": tables.solve_x_at if fused else np.full(1, -1, dtype=np.int32)}
+    return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0
 
 
 def _run_syncfree(run, val, vec):
-    blocks, sdev = run.plan
+    blocks, sdev, fused = run.plan
     if blocks == 0:
         return
     sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
     W, S, C = run.tables.held(run.block_rows)
     _launch_claimed(_syncfree, run, blocks,
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
-                     *rows.table_args(run.dev), val, vec),
+                     *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"]),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
-                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, num_warps=run.num_warps))
+                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, FUSED=fused > 0, num_warps=run.num_warps))
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -1173,11 +1304,12 @@ class Prepared:
     already on the device. Made by `prepare`."""
 
     def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                 programs_per_sm, tickets_ahead, device, dtype, claim):
+                 programs_per_sm, tickets_ahead, device, dtype, claim, fuse_rows):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
+        self.fuse_rows, self.fused = fuse_rows, 0     # fused: rows run fused (the flag executor's plan)
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -1197,8 +1329,10 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             self.record_shape = record_shape(self.tables)
         else:
-            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, str(device)),
-                                        lambda: _syncfree_plan(schedule, problem.matrices, block_rows, tickets, device))
+            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
+                                        lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
+                                                               tickets, fuse_rows, device))
+            self.fused = self.plan[2]
 
     def __call__(self, vector):
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
@@ -1216,7 +1350,7 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains,
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
             num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=None,
-            tickets_ahead=None, claim=None) -> Prepared:
+            tickets_ahead=None, claim=None, fuse_rows=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
@@ -1234,7 +1368,9 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
     like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent program
     of the flag or dataflow executor (STRIDING) finds its next block (CLAIMS; None: CLAIM, or
-    "counter" with one program per block)."""
+    "counter" with one program per block); fuse_rows, whether the flag executor runs a factor
+    pair's solve row with its factor row where the schedule puts both in one partition
+    (fused_rows; None: FUSE_ROWS; not with tickets "schedule", which then runs them apart)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1259,6 +1395,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         raise ValueError(f"tickets_ahead must be 0, 1 or 2, got {tickets_ahead!r}")
     if claim is not None and claim not in CLAIMS:
         raise ValueError(f"claim must be one of {', '.join(CLAIMS)} or None, got {claim!r}")
+    if fuse_rows is not None and not isinstance(fuse_rows, bool):
+        raise ValueError(f"fuse_rows must be True, False or None, got {fuse_rows!r}")
     if claim == "stride" and programs_per_sm == 0:
         raise ValueError("claim='stride' strides persistent programs over the blocks; it needs programs_per_sm > 0")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
@@ -1291,7 +1429,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if tickets is None:
         tickets = tuning_defaults(executor).get("tickets") or "dag"
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim,
+                    FUSE_ROWS if fuse_rows is None else fuse_rows)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
