@@ -66,6 +66,13 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
             assert case["sparse_fusion"]["levels"] <= case["wavefront"]["levels"]
 
 
+def test_switch_sweeps_of_the_cli():
+    """--fuse-rows takes a comma list of on/off (a sweep) and names what it does not understand."""
+    assert cli._switches("on,off") == (True, False) and cli._switches("off") == (False,)
+    with pytest.raises(SystemExit, match="expected on or off, got yes"):
+        cli._switches("on,yes")
+
+
 def test_a_wrong_result_is_recorded_and_never_timed(tmp_path, monkeypatch):
     """A provider whose output is off by one part in a thousand gets status "wrong" and no time."""
     from tiers import registry

@@ -373,11 +373,11 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
                 W: tl.constexpr, S: tl.constexpr):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the row, its pivots, the other operand of every pair: entries of finished
-    rows), the steps, one store; returns the finished row ([R, W]). ILU: l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs.
-    IC: w[j] = (w[j] − Σ w[k] · l_jk) / pivot for j < i. The diagonal step, always the row's last,
-    pairs every other entry of the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the
-    row, not a second one-hot gather of its pairs from registers (which every step paid for
-    before: 27-point IC(0) then took 1.75× ILU(0)'s time)."""
+    rows), the steps, one store; returns the finished row ([R, W]). ILU: l = w[k] / pivot, then
+    w[j] −= l · u_kj for the step's pairs. IC: w[j] = (w[j] − Σ w[k] · l_jk) / pivot for j < i.
+    The diagonal step, always the row's last, pairs every other entry of the row with itself,
+    l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot gather of its pairs from
+    registers (which every step paid for before: 27-point IC(0) then took 1.75× ILU(0)'s time)."""
     cols = tl.arange(0, W)
     w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
     piv = tl.load(VAL + aux, mask=sm & (aux >= 0), other=1.0, cache_modifier=".cg")
