@@ -159,7 +159,7 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_rows, affine_step, factor_rows,
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_loads)
 from tiers.validation import interpreting, validate_sparse_fusion
 
@@ -254,7 +254,10 @@ H100 (2026-11-27, float64, natural order; module docstring and figures/data/fuse
 sparse-fusion schedule, fused against apart, the A/B probe's medians of 3 rounds gave 3D ILU(0) /
 IC(0) −17 / −13 %, 27-point −2 / −18 %, 2D +3 / −5 %; the package CLI the same afternoon (one
 run each) 3D 1.45 / 1.56 ms against 1.62 / 1.73, 27-point 5.52 / 6.30 against 5.41 / 7.58, 2D
-6.52 / 6.94 against 6.12 / 7.53, power-law 4.18 / 1.75 against 4.15 / 2.19. Where a factor row's
+6.52 / 6.94 against 6.12 / 7.53, power-law 4.18 / 1.75 against 4.15 / 2.19. On the power-law graph,
+whose rows walk, the fused solve walked its tables after the factor row (A/B, 3 rounds: ILU(0)
+3.16 against 2.96 apart); since it fetches them before the wait, 2.87 against 3.28
+(figures/data/fused_ab_powerlaw_*). Where a factor row's
 work dwarfs its solve (27-point ILU(0): 13 held steps over 27 entries) or a hop's latency bounds
 the time (2D) it gains nothing or loses a few per cent; no rule was tried that would tell those
 apart from the rest, so it stays on."""
@@ -549,6 +552,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 d_at = tl.load(DIAG + v2, mask=two, other=-1)
                 d_loc = tl.where(d_at >= 0, d_at - row0, -1)
                 dst2 = tl.load(DST + v2, mask=two, other=0)
+            else:    # walked rows solve from memory: their tables now, off the critical path
+                start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2 = affine_fetch(
+                    v2, two, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
         dep_end = tl.load(DEP_PTR + t + 1)
         for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
             at = q + tl.arange(0, DEPS)
@@ -570,7 +576,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         elif FACTOR != 0:
             factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
             if FUSED:                      # factor_rows ends at a barrier: the row is there for all
-                affine_rows(v2, two, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK, WIDE)
+                affine_finish(two, start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2, ENT_VAL, ENT_AUX,
+                              VAL, VEC, False, CHUNK, 0, False, 0, 0, WIDE)
         affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
                       FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
         tl.debug_barrier()                 # every thread's stores issued before the flag goes up
