@@ -66,6 +66,37 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
             assert case["sparse_fusion"]["levels"] <= case["wavefront"]["levels"]
 
 
+def test_rounds_keep_the_median_of_interleaved_samples(monkeypatch):
+    """--reps: every row a case timed on the device is timed again in rounds that go through all
+    of them in turn; the row keeps the median and every sample, in the file as on the screen."""
+    samples = {"a": iter([3.0, 1.0]), "b": iter([9.0, 5.0])}
+    order = []
+
+    def fake(call, quick):
+        order.append(call.__name__)
+        return next(samples[call.__name__]), "cuda_events"
+    monkeypatch.setattr(bench, "_device_ms", fake)
+    monkeypatch.setattr(bench, "_cuda", lambda: True)
+    monkeypatch.setattr(bench, "check", lambda outs, refs, dtype: (True, 0.0, ""))
+    written = []
+    case = bench._Case(dict(matrix="m", ordering="natural", dtype="float64", pair="p", bytes=1000), [], False,
+                       False, written.append)
+
+    def a():
+        return ()
+
+    def b():
+        return ()
+    case.measure(dict(provider="t3_triton_fused"), a)
+    case.measure(dict(provider="cusparse"), b)
+    assert [r["ms"] for r in written] == [3.0, 9.0] and order == ["a", "b"]
+    samples = {"a": iter([1.0, 2.0]), "b": iter([5.0, 4.0])}
+    case.rounds(3)
+    assert order == ["a", "b", "a", "b", "a", "b"]                       # interleaved, not one row at a time
+    assert [r["ms_reps"] for r in written] == [[3.0, 1.0, 2.0], [9.0, 5.0, 4.0]]
+    assert [r["ms"] for r in written] == [2.0, 5.0] and written[0]["gbps"] == 1000 / 2.0 / 1e6
+
+
 def test_switch_sweeps_of_the_cli():
     """--fuse-rows takes a comma list of on/off (a sweep) and names what it does not understand."""
     assert cli._switches("on,off") == (True, False) and cli._switches("off") == (False,)

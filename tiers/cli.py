@@ -161,7 +161,8 @@ def main(argv=None):
                         "rows inside their factor rows' blocks where the schedule allows (a sweep)")
     b.add_argument("--quick", action="store_true", help="sparse_fusion: tiny matrices, runs on a CPU (interpreter)")
     b.add_argument("--reps", type=int, default=1,
-                   help="sparse_attention: rounds each case is measured in, interleaved (rows keep the median)")
+                   help="sparse_attention, sparse_fusion: rounds each case is measured in, interleaved (rows keep "
+                        "the median)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
@@ -228,7 +229,7 @@ def main(argv=None):
             tickets=tuple(args.tickets.split(",")) if args.tickets else (None,),
             tickets_ahead=_ints(args.tickets_ahead) if args.tickets_ahead else (None,),
             claim=tuple(args.claim.split(",")) if args.claim else (None,),
-            fuse_rows=_switches(args.fuse_rows) if args.fuse_rows else (None,))
+            fuse_rows=_switches(args.fuse_rows) if args.fuse_rows else (None,), reps=args.reps)
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)

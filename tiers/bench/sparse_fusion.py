@@ -577,6 +577,7 @@ class _Case:
     def __init__(self, common, refs, quick, progress, sink):
         self.common, self.refs, self.quick, self.progress, self.sink = common, refs, quick, progress, sink
         self.rows = []
+        self.timed = []       # (row, call) of every row timed on the device, for more rounds (rounds)
 
     def record(self, row):
         row = {**self.common, "workers": None, "schedule": "", "executor": "", **row,
@@ -599,6 +600,7 @@ class _Case:
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
              + (f"{ms:9.3f} ms {row['gbps']:7.1f} GB/s" if row["status"] == "ok" else row["status"][:100]),
              self.progress)
+        return row
 
     def measure(self, row, call):
         """Run once and check against the reference; time only a result that is right."""
@@ -614,6 +616,7 @@ class _Case:
         row["rel_err"] = rel
         if not ok:
             return self.record({**row, "status": f"wrong: {msg}"})
+        on_device = False
         try:
             if row["provider"] == "scipy":
                 row["ms"], row["timer"] = _host_ms(call, 2 if self.quick else 5), "host"
@@ -622,16 +625,39 @@ class _Case:
                 row["ms"], row["timer"] = first_ms, "host, checked run"
             else:
                 row["ms"], row["timer"] = _device_ms(call, self.quick)
+                on_device = True
             row["status"] = "ok"
         except Exception as e:
             row.update(status=_error(e), ms=math.nan)
-        return self.record(row)
+        recorded = self.record(row)
+        if on_device and recorded["status"] == "ok":
+            self.timed.append((recorded, call))
+        return recorded
+
+    def rounds(self, reps: int):
+        """Time every row this case timed on the device reps − 1 more times, in rounds that go
+        through all of them in turn (the flag executor's times move by up to a third between two
+        runs of the same code, one after the other), and keep the median, every sample in
+        ms_reps. A row whose call fails in a later round keeps its earlier samples."""
+        for row, _ in self.timed:
+            row["ms_reps"] = [row["ms"]]
+        for _ in range(reps - 1):
+            for row, call in self.timed:
+                try:
+                    row["ms_reps"].append(_device_ms(call, self.quick)[0])
+                except Exception as e:
+                    row.setdefault("round_error", _error(e))
+        for row, _ in self.timed:
+            row["ms"] = statistics.median(row["ms_reps"])
+            row["gbps"] = row["bytes"] / row["ms"] / 1e6 if row["ms"] > 0 else math.nan
+        self.timed = []
 
 
 def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("natural",), dtypes=("float64",),
         sizes=None, quick=False, workers=(None,), options=None, out_dir=None, append=False,
         progress=True, kinds=KINDS, executors=None, block_rows=(None,), nap_ns=(None,), chain_steps=(None,),
-        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,), claim=(None,), fuse_rows=(None,)):
+        programs_per_sm=(None,), tickets=(None,), tickets_ahead=(None,), claim=(None,), fuse_rows=(None,),
+        reps=1):
     """Measure every (matrix, ordering, pair, dtype, provider, schedule) case; rows are written
     after each one, so a run cut short keeps what it measured. Returns (env, ceilings, rows, paths).
     `quick` takes the tiny sizes and writes under the temporary folder unless `out_dir` is given.
@@ -644,7 +670,8 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     tickets a persistent dataflow program holds beyond its block, `claim` how a persistent
     program of the flag or dataflow executor finds its next block, `fuse_rows` whether the flag
     executor runs a factor pair's solve rows inside their factor rows' blocks where the
-    schedule allows (True / False)."""
+    schedule allows (True / False). `reps` > 1 times each case's device rows that many times in
+    interleaved rounds and keeps the median (_Case.rounds)."""
     import torch
 
     from tiers import registry
@@ -746,6 +773,8 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                             case.record({**row, "status": _error(e)})
                             continue
                         case.measure(row, call)
+                    if reps > 1:
+                        case.rounds(reps)
                     payoffs(case.rows)   # fills columns of rows already written
                     write()
                     if device == "cuda":
