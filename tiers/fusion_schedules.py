@@ -80,6 +80,12 @@ class Schedule:
     def partitions(self) -> int:
         return len(self.part_ptr) - 1
 
+    def partition_of(self) -> np.ndarray:
+        """Partition of each iteration (indexed by joint iteration id)."""
+        part = np.empty(self.n1 + self.n2, dtype=np.int64)
+        part[self.order] = np.repeat(np.arange(self.partitions(), dtype=np.int64), np.diff(self.part_ptr))
+        return part
+
     def partition_level(self) -> np.ndarray:
         """Level of each partition."""
         return np.repeat(np.arange(self.levels(), dtype=np.int64), np.diff(self.level_ptr))
@@ -99,7 +105,7 @@ class Schedule:
         np.maximum.at(crit, plevel, pcost)
         steps = np.zeros(S, dtype=np.int64)
         np.maximum.at(steps, plevel, sizes)
-        part_of = np.repeat(np.arange(P), sizes)[np.argsort(self.order)]
+        part_of = self.partition_of()
         has_k1 = np.zeros(P, dtype=bool)
         has_k1[part_of[:self.n1]] = True
         total = float(cost.sum())
@@ -166,10 +172,8 @@ def check_schedule(schedule: Schedule, dag) -> None:
         v = int(np.flatnonzero(seen != 1)[0])
         what = "never" if seen[v] == 0 else f"{seen[v]} times"
         raise ValueError(f"iteration {v} ({dag.describe(v)}) runs {what}: each must run exactly once")
-    sizes = np.diff(pp)
-    part_of = np.empty(n, dtype=np.int64)
-    part_of[order] = np.repeat(np.arange(len(sizes)), sizes)
-    level_of = np.repeat(np.arange(len(lp) - 1), np.diff(lp))[part_of]
+    part_of = schedule.partition_of()
+    level_of = schedule.partition_level()[part_of]
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
     u, v = dag.sources()

@@ -417,7 +417,7 @@ def held_solve(w, x_at, x, b, d_loc, W: tl.constexpr):
     from factor row i as held_finish left it on registers (w, [R, W]): x holds x_j where x_at ≥ 0
     (the row's entries l_ij, RowTables.solve_x_at), d_loc the local index of the divisor l_ii
     (IC(0)), or −1 for ILU(0)'s unit diagonal."""
-    d = tl.where(d_loc >= 0, tl.sum(tl.where(tl.arange(0, W)[None, :] == d_loc[:, None], w, 0.0), 1), 1.0)
+    d = tl.where(d_loc >= 0, _pick(w, tl.arange(0, W)[None, :] == d_loc[:, None], 1), 1.0)
     return _div(b - tl.sum(tl.where(x_at >= 0, w * x, 0.0), 1), d)
 
 

@@ -450,56 +450,48 @@ def _joint(schedule, mats):
     return dag, schedule.cached("joint_levels", lambda: dags.wavefront_levels(dag))
 
 
-def _latest_levels(schedule, mats):
-    """As-late-as-possible level of every iteration of the joint DAG (_alap_levels), cached per
-    schedule."""
-    return schedule.cached("joint_latest_levels", lambda: _alap_levels(*_joint(schedule, mats)))
-
-
-def _alap_levels(dag, level):
-    """As-late-as-possible level of every iteration of `dag` (wavefront levels `level`): depth − 1
-    − the longest path from it to a sink (the wavefront levels of the reversed DAG)."""
-    u, v = dag.sources()
-    by = np.argsort(u, kind="stable")
-    ptr = np.zeros(dag.n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
-    height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
-    return int(level.max(initial=0)) - height
+def _latest_levels(schedule, mats, merged=False):
+    """As-late-as-possible level of every iteration of the joint DAG, or of the merged one
+    (_ticket_graph): depth − 1 − the longest path from it to a sink (the wavefront levels of the
+    reversed DAG), cached per schedule."""
+    def build():
+        dag, level = _ticket_graph(schedule, mats, merged)[:2]
+        u, v = dag.sources()
+        by = np.argsort(u, kind="stable")
+        ptr = np.zeros(dag.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
+        height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
+        return int(level.max(initial=0)) - height
+    return schedule.cached(("latest_levels", merged), build)
 
 
 # tickets="mid": an iteration whose row stores more entries than this starts as early as it can
 HEAVY = 4 * CHUNK
 
 
-def _mid_levels(schedule, mats):
-    """Keys of tickets="mid" (in half levels): as-soon- plus as-late-as-possible level, halfway,
-    except for heavy iterations (rows of more than HEAVY entries, HEAVY / CHUNK trips or more):
-    they keep twice their as-soon-as-possible level, and what they depend on moves earlier with
-    them, key(u) = min(key(u), key(v) − 1) over u → v, settled from the last level down. Late is
-    cheap for a short row; a long row started late is the critical path (a power-law hub's SpMV
-    row, read by most of the solve). Every dependence still rises by at least one."""
+def _mid_levels(schedule, mats, merged=False):
+    """Keys of tickets="mid" (in half levels) on the joint or the merged DAG (_ticket_graph):
+    as-soon- plus as-late-as-possible level, halfway, except for heavy iterations (rows of more
+    than HEAVY entries, HEAVY / CHUNK trips or more): they keep twice their as-soon-as-possible
+    level, and what they depend on moves earlier with them, key(u) = min(key(u), key(v) − 1)
+    over u → v, settled from the last level down. Late is cheap for a short row; a long row
+    started late is the critical path (a power-law hub's SpMV row, read by most of the solve).
+    Every dependence still rises by at least one."""
     def build():
-        dag, asap = _joint(schedule, mats)
-        cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
-        return _mid_keys(dag, asap, _latest_levels(schedule, mats), cost)
-    return schedule.cached("joint_mid_levels", build)
-
-
-def _mid_keys(dag, asap, alap, cost):
-    """_mid_levels' keys for any DAG, from its as-soon- and as-late-as-possible levels and the
-    iterations' costs."""
-    key = asap + alap
-    heavy = cost > HEAVY
-    if not heavy.any():
+        dag, asap, cost, _ = _ticket_graph(schedule, mats, merged)
+        key = asap + _latest_levels(schedule, mats, merged)
+        heavy = cost > HEAVY
+        if not heavy.any():
+            return key
+        key = np.where(heavy, 2 * asap, key)
+        u, v = dag.sources()
+        by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
+        u, v = u[by], v[by]
+        cut = np.flatnonzero(np.diff(asap[u])) + 1
+        for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
+            np.minimum.at(key, u[a:b], key[v[a:b]] - 1)
         return key
-    key = np.where(heavy, 2 * asap, key)
-    u, v = dag.sources()
-    by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
-    u, v = u[by], v[by]
-    cut = np.flatnonzero(np.diff(asap[u])) + 1
-    for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
-        np.minimum.at(key, u[a:b], key[v[a:b]] - 1)
-    return key
+    return schedule.cached(("mid_levels", merged), build)
 
 
 @triton.jit
@@ -619,8 +611,7 @@ def fused_rows(schedule, mats):
 
     def build():
         n1, n = schedule.n1, schedule.n1 + schedule.n2
-        part = np.empty(n, dtype=np.int64)
-        part[schedule.order] = np.repeat(np.arange(schedule.partitions()), np.diff(schedule.part_ptr))
+        part = schedule.partition_of()
         i = np.arange(n1)
         fuse = np.full(n, -1, dtype=np.int64)
         together = i[part[i] == part[n1 + i]]
@@ -629,28 +620,30 @@ def fused_rows(schedule, mats):
     return schedule.cached("fused_rows", build)
 
 
-def _merged(schedule, mats):
-    """(DAG, wavefront levels, costs, listed) of the joint DAG with each fused solve row merged
-    into its factor row (fused_rows), cached per schedule: the dependences between the
-    iterations that remain (listed; a merged solve row keeps no edge), their levels, and their
-    costs (a fused row costs both rows)."""
+def _ticket_graph(schedule, mats, merged=False):
+    """(DAG, wavefront levels, costs, listed) that the tickets are keyed on, cached per schedule:
+    the joint DAG, or with `merged` the joint DAG with each solve row that fused_rows fuses
+    merged into its factor row — a merged solve row is not listed and keeps no edge, a fused row
+    costs both rows. Without fused rows the two are the same."""
+    fuse = fused_rows(schedule, mats) if merged else None
+    if merged and (fuse is None or not (fuse >= 0).any()):
+        return _ticket_graph(schedule, mats)
+
     def build():
-        fuse = fused_rows(schedule, mats)
         dag, level = _joint(schedule, mats)
-        u, v = dag.sources()
-        n = dag.n
-        rep = np.arange(n)
+        cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
+        if not merged:
+            return dag, level, cost, np.ones(dag.n, dtype=bool)
+        rep = np.arange(dag.n)
         heads = np.flatnonzero(fuse >= 0)
         rep[fuse[heads]] = heads
-        u, v = rep[u], rep[v]
+        u, v = (rep[x] for x in dag.sources())
         keep = u != v
-        u, v = u[keep], v[keep]
-        merged = dags.dag_from_edges(u, v, dag.n1, dag.n2)
-        cost = schedule.cost if schedule.cost is not None else dags.joint_cost(schedule.pair, *mats)
+        fused_dag = dags.dag_from_edges(u[keep], v[keep], dag.n1, dag.n2)
         cost = cost.copy()
         cost[heads] += cost[fuse[heads]]
-        return merged, dags.wavefront_levels(merged), cost, rep == np.arange(n)
-    return schedule.cached("merged_dag", build)
+        return fused_dag, dags.wavefront_levels(fused_dag), cost, rep == np.arange(dag.n)
+    return schedule.cached(("ticket_graph", merged), build)
 
 
 def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False):
@@ -658,7 +651,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
     dep_blk[dep_ptr[t]:dep_ptr[t+1]]. With fuse_rows, an iteration i with fused_rows(...)[i] ≥ 0
     also runs that iteration, which is listed in no block: the blocks are those of the joint
-    DAG with each such pair merged into one iteration (_merged), keyed by that DAG's levels, so
+    DAG with each such pair merged into one iteration (_ticket_graph), keyed by that DAG's levels, so
     not with tickets="schedule" (ValueError): a merged row would straddle two of the schedule's
     (level, step) groups, and rows between them may need it or be needed by it.
 
@@ -681,24 +674,16 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     if fuse_rows and tickets == "schedule":
         raise ValueError("fused rows take their tickets from the merged DAG's levels, not the schedule's steps; "
                          "use tickets 'dag', 'alap' or 'mid' with them")
-    fuse = fused_rows(schedule, mats) if fuse_rows else None
-    if fuse is None or not (fuse >= 0).any():
-        dag, level = _joint(schedule, mats)
-        keys = {"dag": lambda: level, "alap": lambda: _latest_levels(schedule, mats),
-                "mid": lambda: _mid_levels(schedule, mats)}
-        listed = np.ones(n, dtype=bool)
-    else:
-        dag, level, cost, listed = _merged(schedule, mats)
-        keys = {"dag": lambda: level, "alap": lambda: _alap_levels(dag, level),
-                "mid": lambda: _mid_keys(dag, level, _alap_levels(dag, level), cost)}
+    dag, level, _, listed = _ticket_graph(schedule, mats, fuse_rows)
+    keys = {"dag": lambda: level, "alap": lambda: _latest_levels(schedule, mats, fuse_rows),
+            "mid": lambda: _mid_levels(schedule, mats, fuse_rows)}
     if tickets in ("dag", "alap", "mid"):
         group = keys[tickets]()
     elif tickets == "schedule":
-        level = np.empty(n, np.int64)
-        level[schedule.order] = np.repeat(schedule.partition_level(), sizes)
         step = np.empty(n, np.int64)
         step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
-        group = level * (int(sizes.max(initial=0)) + 1) + step   # within a (level, step): partition order
+        group = schedule.partition_level()[schedule.partition_of()] * (int(sizes.max(initial=0)) + 1) + step
+        # within a (level, step): partition order
     else:
         raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
     seq = np.lexsort((pos, group))
@@ -1316,7 +1301,7 @@ class Prepared:
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
-        self.fuse_rows, self.fused = fuse_rows, 0     # fused: rows run fused (the flag executor's plan)
+        self.fuse_rows = fuse_rows
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         if executor == "levels":
@@ -1339,7 +1324,11 @@ class Prepared:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
-            self.fused = self.plan[2]
+
+    @property
+    def fused(self) -> int:
+        """Solve rows the plan runs inside their factor rows' blocks (the flag executor's)."""
+        return self.plan[2] if self.executor == "syncfree" else 0
 
     def __call__(self, vector):
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
