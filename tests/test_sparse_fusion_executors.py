@@ -367,10 +367,14 @@ def test_dataflow_shape_and_record_chunk():
     assert row["block_rows"] == 4 and row["tickets_ahead"] == 0 and row["claim"] == "counter"
 
 
-def test_dataflow_records_put_results_back_in_row_order():
+@pytest.mark.parametrize("direct", [True, False])
+def test_dataflow_records_put_results_back_in_row_order(direct, monkeypatch):
     """The records number a block's outputs by slot; the results come back in row order, equal
-    to the flag executor's, with blocks partly empty (R wider than some levels) and a
-    right-hand side that kernel 1 writes (spmv_sptrsv)."""
+    to the flag executor's, whether the kernel stores them there too or a gather does after it
+    (writes_row_order), with blocks partly empty (R wider than some levels) and a right-hand
+    side that kernel 1 writes (spmv_sptrsv). The outputs start poisoned, so a result that neither
+    way writes fails."""
+    monkeypatch.setattr(t3, "writes_row_order", lambda schedule, mats: direct)
     for pair, A in (("spmv_sptrsv", sm.poisson2d(5)), ("sptrsv_spmv", sm.poisson3d(3, points=27))):
         mats = operands(pair, A)
         b = np.random.default_rng(_seed(pair, "slots")).standard_normal(A.shape[0])
@@ -378,9 +382,24 @@ def test_dataflow_records_put_results_back_in_row_order():
         for R in (4, 16):
             run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", block_rows=R)
             count, dev = run.plan
-            assert dev["back"].numel() == 2 * A.shape[0] and count * R >= 2 * A.shape[0]
+            dst = dev["dst"].cpu().numpy()
+            assert run.direct is direct and count * R == len(dst) and dev["back"].numel() == 2 * A.shape[0]
+            assert sorted(dst[dst >= 0].tolist()) == list(range(A.shape[0], 3 * A.shape[0]))
             for o, r in zip(run(_vector(b, "float64")), ref):
-                assert_close(o, r, "float64", f"{pair} R={R}")
+                assert_close(o, r, "float64", f"{pair} R={R} direct={direct}")
+
+
+def test_writes_row_order_rule(monkeypatch):
+    """Direct stores where the joint DAG's levels average fewer than WIDE_LEVELS iterations, the
+    gather where they average more."""
+    mats = operands("sptrsv_spmv", sm.poisson3d(4))
+    s = fs.inspect("sptrsv_spmv", *mats, kind="wavefront")
+    depth = int(t3._joint(s, mats)[1].max()) + 1
+    per_level = (s.n1 + s.n2) / depth
+    monkeypatch.setattr(t3, "WIDE_LEVELS", int(per_level) + 1)
+    assert t3.writes_row_order(s, mats)
+    monkeypatch.setattr(t3, "WIDE_LEVELS", int(per_level))
+    assert not t3.writes_row_order(s, mats)
 
 
 @pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4), (128, 1)])

@@ -67,7 +67,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   the waits bounded the time. Now block t's tables are one record, laid out lane by lane in ticket
   order: the first record_chunk entries' positions and signed values, the right-hand side, the
   divisor and its reciprocal; one round trip reads it. Lane j writes output slot n + t·R + j, so a
-  block's results are one contiguous store; the slots go back to row order after the launch. R,
+  block's results are one contiguous store; the results reach row order by a second store from
+  the kernel or a gather after it (writes_row_order). R,
   and how far ahead a persistent program takes its tickets (tickets_ahead: on DAGs of many entries
   a level the next ticket is held, and its record prefetched, while the block waits), come from
   the pattern (dataflow_shape); where rows are longer than CHUNK a repeated poll reads only the
@@ -357,6 +358,27 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     return (8 if wide and tables.longest <= CHUNK else 4), (2 if busy else 0)
 
 
+def writes_row_order(schedule, mats) -> bool:
+    """Whether the dataflow kernel also stores each result at its place in row order (DIRECT,
+    _dataflow) instead of a gather putting the slots back after the launch: where the joint DAG's
+    levels hold fewer than WIDE_LEVELS iterations on average. Before 2026-11-27 the gather went
+    through a temporary and a copy: on the 3D grid 20 µs of gather and 11 of copy beside a kernel
+    of 280 (torch.profiler, figures/data/prof_df_*). Measured on the H100 (float64, wavefront
+    schedule, medians of 3 interleaved rounds, figures/data/out_ab_*), sptrsv_spmv / spmv_sptrsv /
+    sptrsv_sptrsv in ms:
+      direct stores against the old gather and copy: 2D 1.182 / 1.166 / 2.255 against 1.217 /
+        1.203 / 2.295, 27-point 0.423 / 0.416 / 0.685 against 0.432 / 0.427 / 0.696 (the kernel as
+        fast as before); 3D 0.357 / 0.347 / 0.514 against 0.345 / 0.337 / 0.510 (the kernel 45 µs
+        slower: its wide levels keep the memory system busy, and the scattered stores add to it);
+      the gather straight into the outputs (index_select), direct stores and the old way, in a
+        later call: 3D 0.336 / 0.325 / 0.500, 0.360 / 0.346 / 0.518 and 0.349 / 0.340 / 0.514;
+        power-law graph 0.507 / 0.499 / 1.096, 0.515 / 0.501 / 1.096 and 0.518 / 0.511 / 1.110.
+    The 2D and 27-point grids' direct stores were not timed against the gather without the copy;
+    the copy alone took 11 µs on the 2D grid and the direct stores saved 35."""
+    depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
+    return schedule.n1 + schedule.n2 < WIDE_LEVELS * depth
+
+
 def dataflow_programs(tables) -> int:
     """Persistent programs per SM of the dataflow executor for this pattern: WIDE_PROGRAMS_PER_SM
     where its kernel takes the wide stage (rows longer than 4·record_chunk entries: the hubs of a
@@ -605,7 +627,17 @@ def fused_rows(schedule, mats):
     factor rows of that same pattern (ILU(0): the pivot rows k with a_ik ≠ 0; IC(0): the rows j
     with l_ij ≠ 0). So the fused iteration waits for fused iterations j < i only, and nothing
     that factor row i feeds reaches solve row i but factor row i itself: merging the two
-    leaves the DAG acyclic, the DAG of the factor rows."""
+    leaves the DAG acyclic, the DAG of the factor rows.
+
+    Tried, not kept (2026-11-27, figures/data/dataflow_fused_rows_*): the same for spmv_sptrsv in
+    the dataflow executor, whose SpMV row i reads only the input and feeds only solve row i. A
+    lane carried SpMV row i in a second part of its record, computed y_i before its wait, stored
+    it and took it as the solve's right-hand side: half the blocks, no y hop. Right, but on the
+    H100 (float64, package CLI, medians of 3 interleaved rounds) no faster: sparse-fusion
+    schedule, fused against apart, 2D 1.263 against 1.273 ms, 3D 0.345 against 0.347, 27-point
+    0.438 against 0.443 (wavefront 1.205 / 0.338 / 0.428), and LBC, which fuses a tenth of the
+    rows, 0.409 against 0.346 on the 3D grid. The SpMV rows ran beside the solve for free before:
+    its chain of hops, not their work, sets the time."""
     if schedule.pair not in dags.FACTOR_PAIRS:
         return None
 
@@ -751,10 +783,11 @@ def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 
 @triton.jit
-def _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr, CHUNK: tl.constexpr):
+def _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr):
     """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
-    (−1: none), entries start..end, sign, divisor and its reciprocal; per lane and entry slot the
-    first CHUNK positions read (−1: none) and their values, signed. An empty lane reads nothing."""
+    (−1: none), entries start..end, sign, divisor and its reciprocal, and where its result goes
+    in row order (−1: nowhere); per lane and entry slot the first CHUNK positions read (−1: none)
+    and their values, signed. An empty lane reads nothing."""
     slot = t * R + tl.arange(0, R)
     here = slot < N_BLK * R
     e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
@@ -767,7 +800,8 @@ def _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr, 
     sign = tl.load(SIGN + slot, mask=here, other=0.0)
     d = tl.load(D + slot, mask=here, other=1.0)
     dinv = tl.load(DINV + slot, mask=here, other=1.0)
-    return px, a, rhs_at, start, end, sign, d, dinv
+    dst = tl.load(DST + slot, mask=here, other=-1)
+    return px, a, rhs_at, start, end, sign, d, dinv, dst
 
 
 @triton.jit
@@ -788,26 +822,26 @@ def _ticket_later(TICKET, PTX: tl.constexpr):
 
 
 @triton.jit
-def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R: tl.constexpr, CHUNK: tl.constexpr):
+def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr):
     """Ask L1 for block t's record (_records) without waiting for it: PTX prefetch, no register
     to fill, so nothing waits on it until the record is loaded."""
     slot = tl.where(t < N_BLK, t, 0) * R + tl.arange(0, R)
     e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
-    for P in tl.static_range(8):
+    for P in tl.static_range(9):
         if P < 2:
             at = (PX if P == 0 else PA) + e
         else:
             at = (RHS if P == 2 else START if P == 3 else END if P == 4 else SIGN if P == 5 else D if P == 6
-                  else DINV) + slot
+                  else DINV if P == 7 else DST) + slot
         tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
                                   is_pure=False, pack=1)
 
 
 @triton.jit
-def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, ENT_VEC, VAL, VEC, N_IN,
+def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
-              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr):
+              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -824,7 +858,8 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
     (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum).
     TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV). STRIDE (claim "stride", CLAIMS): no
     tickets; program p runs blocks p, p + P, … of the P launched together, and with AHEAD 2 asks L1
-    for the next one's record."""
+    for the next one's record. DIRECT: lane j also stores its result at OUT[dst], its place in row
+    order (writes_row_order); else the caller gathers the slots back."""
     if STRIDE:
         t = tl.program_id(0)
         n1 = t + tl.num_programs(0)
@@ -834,12 +869,12 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     while t < N_BLK:
-        px, a, rhs_at, start, end, sign, d, dinv = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R,
-                                                            CHUNK)
+        px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV,
+                                                                 DST, R, CHUNK)
         if LOOP and AHEAD > 0 and not STRIDE:
             n2 = _ticket_later(TICKET, PTX)
         if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
-            _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, R, CHUNK)
+            _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK)
         ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
@@ -849,6 +884,8 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, ENT_VAL, EN
         q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
         q = tl.fma(tl.fma(-q, d, r), dinv, q)
         tl.store(VEC + N_IN + t * R + tl.arange(0, R), q)     # lane j of block t: its slot (_dataflow_plan)
+        if DIRECT:                          # and the result in row order, read by no block (writes_row_order)
+            tl.store(OUT + dst, q, mask=dst >= 0)
         if STRIDE:
             t, n1 = n1, n1 + tl.num_programs(0)
         elif LOOP and AHEAD > 0:
@@ -985,9 +1022,11 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
     s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
     program reads its block's tables in one round trip instead of a chain of dependent loads
-    (block → iteration → entries → values). Lane s writes VEC entry n + s: outputs are numbered
-    by slot, and `back` puts them in row order after the launch. The values go in per call of
-    `prepare` (_dataflow_values); this part depends on the pattern only."""
+    (block → iteration → entries → values). Lane s writes VEC entry n + s, which the rows that
+    read it poll (outputs are numbered by slot). The results reach row order either from the
+    kernel, which also stores lane s's at VEC entry dst (writes_row_order), or by a gather after
+    the launch (`back`). The values go in per call of `prepare` (_dataflow_values); this part
+    depends on the pattern only."""
     C = record_chunk(tables)
     blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
@@ -996,9 +1035,9 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     where = np.arange(tables.vec_len, dtype=np.int64)        # VEC position → its position in the slot layout
     where[tables.dst[seq]] = n + slot
     lane = {k: np.full(S, fill, dtype=np.int64) for k, fill in (("rhs", -1), ("start", 0), ("end", 0), ("sign", 0),
-                                                                 ("diag", -1))}
+                                                                 ("diag", -1), ("dst", -1))}
     for k, col in (("rhs", tables.rhs), ("sign", tables.sign), ("diag", tables.diag),
-                   ("start", tables.ent_ptr[:-1]), ("end", tables.ent_ptr[1:])):
+                   ("start", tables.ent_ptr[:-1]), ("end", tables.ent_ptr[1:]), ("dst", tables.dst)):
         lane[k][slot] = col[seq]
     lane["rhs"] = np.where(lane["rhs"] >= 0, where[np.maximum(lane["rhs"], 0)], -1)
     e = lane["start"][:, None] + np.arange(C)[None, :]
@@ -1025,8 +1064,9 @@ def _dataflow_values(plan, values):
 
 
 def _run_dataflow(run, val, vec, vector):
-    """One call: the input vector into the slot layout, the launch, the outputs back into VEC in
-    row order. The kernel's shape (record slots, wide trips, pending polls) was derived from the
+    """One call: the input vector into the slot layout, the launch, and the outputs in row order
+    in VEC: stored there by the kernel (run.direct, writes_row_order) or gathered from the slots
+    after it. The kernel's shape (record slots, wide trips, pending polls) was derived from the
     pattern once, in Prepared (record_shape)."""
     count, sdev = run.plan
     if count == 0:
@@ -1038,12 +1078,13 @@ def _run_dataflow(run, val, vec, vector):
     rv = run.record_values
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
-                     rv["dinv"], run.dev["ent_val"], sdev["ent_vec"], val, slots, n),
+                     rv["dinv"], sdev["dst"], run.dev["ent_val"], sdev["ent_vec"], val, slots, vec, n),
                     dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
                          AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                         num_warps=run.num_warps,
+                         num_warps=run.num_warps, DIRECT=run.direct,
                          **run.record_shape))
-    vec[n:] = slots[sdev["back"]]
+    if not run.direct:
+        torch.index_select(slots, 0, sdev["back"], out=vec[n:])
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
@@ -1320,6 +1361,7 @@ class Prepared:
                                                                tickets, device))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.record_shape = record_shape(self.tables)
+            self.direct = writes_row_order(schedule, problem.matrices)
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
