@@ -352,10 +352,19 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     slower on every grid and no faster on the power-law graph (pps_records_*), whose kernel's
     registers then let an SM hold only 16 — and with fewer since, 24 were still no faster
     (WIDE_TRIP_DIV)."""
-    depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
-    wide = schedule.n1 + schedule.n2 >= WIDE_LEVELS * depth
+    depth = _depth(schedule, mats)
     busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
-    return (8 if wide and tables.longest <= CHUNK else 4), (2 if busy else 0)
+    return (8 if _wide(schedule, mats) and tables.longest <= CHUNK else 4), (2 if busy else 0)
+
+
+def _depth(schedule, mats) -> int:
+    """Levels of the pair's joint DAG (at least 1)."""
+    return max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
+
+
+def _wide(schedule, mats) -> bool:
+    """Whether the joint DAG's levels hold at least WIDE_LEVELS iterations on average."""
+    return schedule.n1 + schedule.n2 >= WIDE_LEVELS * _depth(schedule, mats)
 
 
 def writes_row_order(schedule, mats) -> bool:
@@ -375,8 +384,7 @@ def writes_row_order(schedule, mats) -> bool:
         power-law graph 0.507 / 0.499 / 1.096, 0.515 / 0.501 / 1.096 and 0.518 / 0.511 / 1.110.
     The 2D and 27-point grids' direct stores were not timed against the gather without the copy;
     the copy alone took 11 µs on the 2D grid and the direct stores saved 35."""
-    depth = max(int(_joint(schedule, mats)[1].max(initial=-1)) + 1, 1)
-    return schedule.n1 + schedule.n2 < WIDE_LEVELS * depth
+    return not _wide(schedule, mats)
 
 
 def dataflow_programs(tables) -> int:
