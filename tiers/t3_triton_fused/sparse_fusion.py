@@ -967,12 +967,13 @@ def _launch_claimed(kernel, run, count, args, meta):
     kernel[(_programs(count, per_sm, args[0].device),)](*args, **meta, **launch)
 
 
-def _await_from(vec, n):
+def _await_from(vec, n, claim="counter"):
     """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
-    counter: what every dataflow launch starts from."""
+    counter: what every dataflow launch starts from. Striding programs (claim "stride") take no
+    tickets, so theirs is left unset, which costs no fill kernel per call."""
     bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
     vec.view(bits)[n:] = SENTINEL[vec.dtype]
-    return torch.zeros(1, dtype=torch.int32, device=vec.device)
+    return (torch.empty if claim == "stride" else torch.zeros)(1, dtype=torch.int32, device=vec.device)
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
@@ -1082,7 +1083,7 @@ def _run_dataflow(run, val, vec, vector):
     n = run.tables.n1
     slots = torch.empty(n + count * run.block_rows, dtype=vec.dtype, device=vec.device)
     slots[:n] = vector
-    ticket = _await_from(slots, n)
+    ticket = _await_from(slots, n, run.claim)
     rv = run.record_values
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
