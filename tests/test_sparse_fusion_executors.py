@@ -355,6 +355,7 @@ def test_dataflow_shape_and_record_chunk():
         run = t3.prepare("sptrsv_spmv", *operands("sptrsv_spmv", A), like=_vector(np.ones(A.shape[0]), "float64"),
                          executor="dataflow")
         assert t3.polls_pending(run.tables) is pending
+        assert run.record_shape["TAIL"] is (A is hub)     # only the hub's row is longer than its record
     A = sm.poisson2d(6)
     mats = operands("sptrsv_spmv", A)
     like = _vector(np.ones(36), "float64")
@@ -400,6 +401,35 @@ def test_writes_row_order_rule(monkeypatch):
     assert t3.writes_row_order(s, mats)
     monkeypatch.setattr(t3, "WIDE_LEVELS", int(per_level))
     assert not t3.writes_row_order(s, mats)
+
+
+def test_dataflow_block_widths():
+    """A block's width is the most entry slots one of its rows uses, and a striding program reads no
+    slot past it: with the padding past every width made to read an input entry, striding programs
+    still give t0's numbers, while programs taking tickets, which read every slot, do not (so the
+    padding was read where it may be, and the check can fail)."""
+    pair = "sptrsv_spmv"
+    mats, b = _problem(pair)
+    ref = _reference(pair, mats, b, "float64", (pair, "float64"))
+    for claim in ("stride", "counter"):
+        schedule = fs.inspect(pair, *mats, kind="wavefront")        # its own: the plan below is changed
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=schedule, executor="dataflow",
+                         claim=claim, programs_per_sm=2)
+        count, dev = run.plan
+        R, C = run.block_rows, run.record_shape["CHUNK"]
+        px = dev["px"].view(count, R, C)
+        used = (px >= 0).sum(2)
+        width = dev["width"].long()
+        assert torch.equal(width, used.max(1).values) and bool((width < C).all()) and int(width.max()) > 0
+        past = (torch.arange(C, device=px.device) >= width[:, None, None]).expand(count, R, C)
+        assert bool((px[past] == -1).all())
+        px[past] = 0                                                  # input entry 0, never the sentinel
+        run.record_values["a"].view(count, R, C)[past] = 1.0
+        out = run(_vector(b, "float64"))
+        if claim == "stride":
+            _check(out, ref, pair, mats, "float64", "dataflow stride, padding past the widths changed")
+        else:
+            assert not all(np.allclose(o.cpu().numpy(), r) for o, r in zip(out, ref))
 
 
 @pytest.mark.parametrize("block_rows,num_warps", [(1, 1), (4, 2), (128, 4), (128, 1)])

@@ -86,6 +86,24 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   (figures/data/unslot_ab_*), not worth state that must survive interrupted calls; the input is
   now copied once, straight into the slot layout (_run_dataflow).
 
+  Compact records (2026-11-27; record_shape's TAIL, the blocks' widths). On the H100 (float64,
+  wavefront schedule, figures/data/records_floor_*) the 3D grid's sptrsv_spmv took 0.333 ms,
+  0.243 with its outputs already finite (no poll waits: what the programs' own work costs) and
+  0.450 with records of twice the entry slots; ncu saw 296 MB read from DRAM, nearly all records
+  (136 B a lane), 16 one-warp programs an SM, and a warp waiting on a load 7.3 of every 12.3
+  cycles. So a record now holds an entry range and a sign only where some row is longer than its
+  slots (TAIL; without it tail_sum is not compiled in), the row-order address is prefetched only
+  where the kernel stores there, and a striding program reads a block's entry slots only up to
+  the block's width (_dataflow_plan). A/B in 2 interleaved rounds, sptrsv_spmv / spmv_sptrsv /
+  sptrsv_sptrsv, before → after (figures/data/compact_records_ab_*): 2D 1.179 / 1.164 / 2.254 →
+  1.057 / 1.042 / 2.014 ms, 3D 0.332 / 0.321 / 0.492 → 0.321 / 0.307 / 0.458, 27-point 0.421 /
+  0.417 / 0.686 → 0.393 / 0.391 / 0.639. The latency-bound 2D grid gains most, so fewer
+  instructions a hop (the sm_90 kernel is 821 PTX lines against 1 163), not fewer bytes, is the
+  likely cause. Tried, not kept: the entries stored slot by slot with the lanes side by side, so
+  that a width cuts whole sectors — 27-point 0.678 / 0.640 / 0.862 ms, 3D even, 2D 1.105 / 1.092
+  / 2.113 (cause not profiled); and 32 programs an SM, which the smaller kernel fits — 3D
+  spmv_sptrsv 0.282 ms, every other pair slower (3D sptrsv_spmv 0.338, 2D 1.162 / 1.064 / 2.147).
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -791,24 +809,36 @@ def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 
 @triton.jit
-def _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr):
+def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
+             TAIL: tl.constexpr, DIRECT: tl.constexpr):
     """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
-    (−1: none), entries start..end, sign, divisor and its reciprocal, and where its result goes
-    in row order (−1: nowhere); per lane and entry slot the first CHUNK positions read (−1: none)
-    and their values, signed. An empty lane reads nothing."""
-    slot = t * R + tl.arange(0, R)
+    (−1: none), divisor and its reciprocal, with TAIL its entries start..end and sign, with DIRECT
+    where its result goes in row order (−1: nowhere); per lane and entry slot k < w (the block's
+    width, WIDTH) the position read (−1: none) and its value, signed — the padding past the
+    slots the block's rows use is not read. An empty lane reads nothing."""
+    lane = tl.arange(0, R)
+    slot = t * R + lane
     here = slot < N_BLK * R
-    e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
-    he = e < N_BLK * R * CHUNK
+    k = tl.arange(0, CHUNK)[None, :]
+    e = (t * R + lane[:, None]) * CHUNK + k
+    he = here[:, None] & (k < w)
     px = tl.load(PX + e, mask=he, other=-1)
     a = tl.load(PA + e, mask=he, other=0.0)
     rhs_at = tl.load(RHS + slot, mask=here, other=-1)
-    start = tl.load(START + slot, mask=here, other=0)
-    end = tl.load(END + slot, mask=here, other=0)
-    sign = tl.load(SIGN + slot, mask=here, other=0.0)
     d = tl.load(D + slot, mask=here, other=1.0)
     dinv = tl.load(DINV + slot, mask=here, other=1.0)
-    dst = tl.load(DST + slot, mask=here, other=-1)
+    if TAIL:
+        start = tl.load(START + slot, mask=here, other=0)
+        end = tl.load(END + slot, mask=here, other=0)
+        sign = tl.load(SIGN + slot, mask=here, other=0.0)
+    else:
+        start = tl.zeros([R], tl.int32)
+        end = start
+        sign = tl.zeros([R], d.dtype)
+    if DIRECT:
+        dst = tl.load(DST + slot, mask=here, other=-1)
+    else:
+        dst = tl.full([R], -1, tl.int32)
     return px, a, rhs_at, start, end, sign, d, dinv, dst
 
 
@@ -830,26 +860,41 @@ def _ticket_later(TICKET, PTX: tl.constexpr):
 
 
 @triton.jit
-def _prefetch(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr):
-    """Ask L1 for block t's record (_records) without waiting for it: PTX prefetch, no register
-    to fill, so nothing waits on it until the record is loaded."""
-    slot = tl.where(t < N_BLK, t, 0) * R + tl.arange(0, R)
-    e = slot[:, None] * CHUNK + tl.arange(0, CHUNK)[None, :]
+def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
+              TAIL: tl.constexpr, DIRECT: tl.constexpr):
+    """Ask L1 for what _records will read of block t (its first w entry slots, the tables TAIL and
+    DIRECT use) without waiting for it: PTX prefetch, no register to fill, so nothing waits on it
+    until the record is loaded. A slot past w asks again for its lane's first, already asked
+    for: no memory traffic for the padding."""
+    tt = tl.where(t < N_BLK, t, 0)
+    lane = tl.arange(0, R)
+    slot = tt * R + lane
+    k = tl.arange(0, CHUNK)[None, :]
+    e = (tt * R + lane[:, None]) * CHUNK + tl.where(k < w, k, 0)
     for P in tl.static_range(9):
         if P < 2:
-            at = (PX if P == 0 else PA) + e
-        else:
-            at = (RHS if P == 2 else START if P == 3 else END if P == 4 else SIGN if P == 5 else D if P == 6
-                  else DINV if P == 7 else DST) + slot
-        tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
-                                  is_pure=False, pack=1)
+            _ask_l1((PX if P == 0 else PA) + e)
+        elif P < 5:
+            _ask_l1((RHS if P == 2 else D if P == 3 else DINV) + slot)
+        elif P < 8:
+            if TAIL:
+                _ask_l1((START if P == 5 else END if P == 6 else SIGN) + slot)
+        elif DIRECT:
+            _ask_l1(DST + slot)
 
 
 @triton.jit
-def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-              R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
+def _ask_l1(at):
+    """PTX prefetch of the addresses `at` into L1."""
+    tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
+              N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
-              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr):
+              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -867,35 +912,47 @@ def _dataflow(TICKET, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VA
     TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV). STRIDE (claim "stride", CLAIMS): no
     tickets; program p runs blocks p, p + P, … of the P launched together, and with AHEAD 2 asks L1
     for the next one's record. DIRECT: lane j also stores its result at OUT[dst], its place in row
-    order (writes_row_order); else the caller gathers the slots back."""
+    order (writes_row_order); else the caller gathers the slots back. WIDTH: the entry slots
+    block t's rows use (_records reads no more); a striding program knows its next blocks, so it
+    asks for the width of the one after next while this block runs, and reads no padding, in the
+    record or its prefetch; a program taking tickets reads every slot. TAIL: some row is longer
+    than CHUNK, whose rest tail_sum reads; without it the record holds no entry range or sign."""
+    w = CHUNK
+    w1 = CHUNK
     if STRIDE:
         t = tl.program_id(0)
         n1 = t + tl.num_programs(0)
+        w = tl.load(WIDTH + t)
+        w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
     else:
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
         n1 = N_BLK
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     while t < N_BLK:
-        px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV,
-                                                                 DST, R, CHUNK)
+        if STRIDE:
+            n2 = n1 + tl.num_programs(0)
+            w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
+        px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
+                                                                 DINV, DST, R, CHUNK, TAIL, DIRECT)
         if LOOP and AHEAD > 0 and not STRIDE:
             n2 = _ticket_later(TICKET, PTX)
         if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
-            _prefetch(n1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK)
-        ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
+            _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT)
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
-        tail = tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP, WIDE,
-                        PENDING, TRIP_DIV)
-        r = rhs + (tl.sum(a * x, 1) + sign * tail)
+        r = rhs + tl.sum(a * x, 1)
+        if TAIL:
+            ok = start <= end             # every lane: an empty one computes 0 for its unused slot
+            r += sign * tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP,
+                                 WIDE, PENDING, TRIP_DIV)
         q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
         q = tl.fma(tl.fma(-q, d, r), dinv, q)
         tl.store(VEC + N_IN + t * R + tl.arange(0, R), q)     # lane j of block t: its slot (_dataflow_plan)
         if DIRECT:                          # and the result in row order, read by no block (writes_row_order)
             tl.store(OUT + dst, q, mask=dst >= 0)
         if STRIDE:
-            t, n1 = n1, n1 + tl.num_programs(0)
+            t, n1, w, w1 = n1, n2, w1, w2
         elif LOOP and AHEAD > 0:
             t, n1 = n1, tl.max(n2, 0)
         else:
@@ -1021,10 +1078,11 @@ def polls_pending(tables) -> bool:
 
 def record_shape(tables) -> dict:
     """The dataflow kernel's shape for a pattern, derived once (Prepared.record_shape): entry
-    slots per lane (record_chunk), whether rows take the wide stage (WIDE), pending polls
-    (polls_pending) and the wide trips' divisor (WIDE_TRIP_DIV)."""
+    slots per lane (record_chunk), whether some row is longer (TAIL) and whether one takes the
+    wide stage (WIDE), pending polls (polls_pending) and the wide trips' divisor (WIDE_TRIP_DIV)."""
     chunk = record_chunk(tables)
-    return {"CHUNK": chunk, "WIDE": tables.wide(chunk), "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV}
+    return {"CHUNK": chunk, "TAIL": tables.longest > chunk, "WIDE": tables.wide(chunk),
+            "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV}
 
 
 def _dataflow_plan(schedule, mats, tables, R, tickets, device):
@@ -1034,7 +1092,10 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     (block → iteration → entries → values). Lane s writes VEC entry n + s, which the rows that
     read it poll (outputs are numbered by slot). The results reach row order either from the
     kernel, which also stores lane s's at VEC entry dst (writes_row_order), or by a gather after
-    the launch (`back`). The values go in per call of `prepare` (_dataflow_values); this part
+    the launch (`back`). Each block also has its width, the entry slots its rows use, past which
+    a striding program reads nothing (_records, _prefetch): a level's blocks mostly hold rows of
+    one kernel, so on the 3D grid the sptrsv_spmv blocks use 10.0M of the 16.0M slots, on the
+    2D grid 7.0M of 16.0M. The values go in per call of `prepare` (_dataflow_values); this part
     depends on the pattern only."""
     C = record_chunk(tables)
     blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
@@ -1053,8 +1114,9 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     m = e < lane["end"][:, None]
     px, pv = np.full((S, C), -1, dtype=np.int64), np.full((S, C), -1, dtype=np.int64)
     px[m], pv[m] = where[tables.ent_aux[e[m]]], tables.ent_val[e[m]]
+    width = m.sum(1).reshape(B, R).max(1, initial=0)
     host = {k: v.astype(np.int32) for k, v in lane.items()}
-    host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32),
+    host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
                 ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:])
     return B, rows.to_device(host, device)
 
@@ -1086,8 +1148,9 @@ def _run_dataflow(run, val, vec, vector):
     ticket = _await_from(slots, n, run.claim)
     rv = run.record_values
     _launch_claimed(_dataflow, run, count,
-                    (ticket, count, sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"], rv["sign"], rv["d"],
-                     rv["dinv"], sdev["dst"], run.dev["ent_val"], sdev["ent_vec"], val, slots, vec, n),
+                    (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
+                     rv["sign"], rv["d"], rv["dinv"], sdev["dst"], run.dev["ent_val"], sdev["ent_vec"], val, slots,
+                     vec, n),
                     dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
                          AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
                          num_warps=run.num_warps, DIRECT=run.direct,
