@@ -809,6 +809,15 @@ def _block_of(t, BLK_PTR, BLK_ITER, R: tl.constexpr):
 
 
 @triton.jit
+def _record_slots(t, w, N_BLK, R: tl.constexpr, CHUNK: tl.constexpr):
+    """Where block t's record lies (_dataflow_plan): its lanes' slots t·R + j and which exist, and
+    its entry slots (t·R + j)·CHUNK + k, [R, CHUNK], and which are used: below the width w."""
+    slot = t * R + tl.arange(0, R)
+    k = tl.arange(0, CHUNK)[None, :]
+    return slot, slot < N_BLK * R, slot[:, None] * CHUNK + k, k < w
+
+
+@triton.jit
 def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
              TAIL: tl.constexpr, DIRECT: tl.constexpr):
     """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
@@ -816,12 +825,8 @@ def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.con
     where its result goes in row order (−1: nowhere); per lane and entry slot k < w (the block's
     width, WIDTH) the position read (−1: none) and its value, signed — the padding past the
     slots the block's rows use is not read. An empty lane reads nothing."""
-    lane = tl.arange(0, R)
-    slot = t * R + lane
-    here = slot < N_BLK * R
-    k = tl.arange(0, CHUNK)[None, :]
-    e = (t * R + lane[:, None]) * CHUNK + k
-    he = here[:, None] & (k < w)
+    slot, here, e, used = _record_slots(t, w, N_BLK, R, CHUNK)
+    he = here[:, None] & used
     px = tl.load(PX + e, mask=he, other=-1)
     a = tl.load(PA + e, mask=he, other=0.0)
     rhs_at = tl.load(RHS + slot, mask=here, other=-1)
@@ -866,11 +871,8 @@ def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.co
     DIRECT use) without waiting for it: PTX prefetch, no register to fill, so nothing waits on it
     until the record is loaded. A slot past w asks again for its lane's first, already asked
     for: no memory traffic for the padding."""
-    tt = tl.where(t < N_BLK, t, 0)
-    lane = tl.arange(0, R)
-    slot = tt * R + lane
-    k = tl.arange(0, CHUNK)[None, :]
-    e = (tt * R + lane[:, None]) * CHUNK + tl.where(k < w, k, 0)
+    slot, _, e, used = _record_slots(tl.where(t < N_BLK, t, 0), w, N_BLK, R, CHUNK)
+    e = tl.where(used, e, slot[:, None] * CHUNK)
     for P in tl.static_range(9):
         if P < 2:
             _ask_l1((PX if P == 0 else PA) + e)
