@@ -103,6 +103,13 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   that a width cuts whole sectors — 27-point 0.678 / 0.640 / 0.862 ms, 3D even, 2D 1.105 / 1.092
   / 2.113 (cause not profiled); and 32 programs an SM, which the smaller kernel fits — 3D
   spmv_sptrsv 0.282 ms, every other pair slower (3D sptrsv_spmv 0.338, 2D 1.162 / 1.064 / 2.147).
+  The power-law graph, not in that A/B, had slowed down: re-taken with the package CLI it took
+  0.542 / 0.541 / 1.145 ms against 0.507 / 0.496 / 1.110 before, and an A/B in one call
+  (figures/data/compact_tail_ab_*, 2026-11-27) gave 0.493 / 0.496 / 1.092 ms before against 0.541
+  / 0.539 / 1.142 after. Where some row is longer than its record (TAIL) the programs now read
+  every slot again, without widths: sptrsv_spmv / spmv_sptrsv 0.492 / 0.485 ms, against 0.502 /
+  0.494 before compact records and 0.549 / 0.539 with widths (the same call). Why widths cost
+  there was not profiled (the kernel's registers: 72 without them, 64 with).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -917,15 +924,17 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     order (writes_row_order); else the caller gathers the slots back. WIDTH: the entry slots
     block t's rows use (_records reads no more); a striding program knows its next blocks, so it
     asks for the width of the one after next while this block runs, and reads no padding, in the
-    record or its prefetch; a program taking tickets reads every slot. TAIL: some row is longer
-    than CHUNK, whose rest tail_sum reads; without it the record holds no entry range or sign."""
+    record or its prefetch; a program taking tickets reads every slot, and so does every program
+    where TAIL (measured: module docstring). TAIL: some row is longer than CHUNK, whose rest
+    tail_sum reads; without it the record holds no entry range or sign."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
         t = tl.program_id(0)
         n1 = t + tl.num_programs(0)
-        w = tl.load(WIDTH + t)
-        w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
+        if not TAIL:
+            w = tl.load(WIDTH + t)
+            w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
     else:
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
         n1 = N_BLK
@@ -934,7 +943,9 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     while t < N_BLK:
         if STRIDE:
             n2 = n1 + tl.num_programs(0)
-            w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
+            w2 = w1
+            if not TAIL:
+                w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
         px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
                                                                  DINV, DST, R, CHUNK, TAIL, DIRECT)
         if LOOP and AHEAD > 0 and not STRIDE:
