@@ -111,6 +111,21 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   0.494 before compact records and 0.549 / 0.539 with widths (the same call). Why widths cost
   there was not profiled (the kernel's registers: 72 without them, 64 with).
 
+  Where the grids' time goes (2026-11-27, H100, float64, wavefront, A/B probes, every output
+  checked; figures/data/thread_rows_ab_*, dataflow_knobs_ab_*, dataflow_knobs2_ab_*). With no poll
+  waiting (outputs already finite) the 3D grid's sptrsv_spmv call takes 0.244 ms of 0.318, so the
+  programs' own work bounds it; the 27-point grid's takes 0.136 of 0.393, so its 443 levels do, at
+  about 0.85 µs a hop against about 0.5 on the 2D grid. Tried, not kept (sptrsv_spmv /
+  spmv_sptrsv / sptrsv_sptrsv, ms): a row per thread — blocks of 32 rows, entries slot by slot,
+  each thread summing its own row, no reduction across threads — 3D 0.427 / 0.322 / 0.713 against
+  0.318 / 0.307 / 0.458, 2D 2.25 / 1.55 / 3.84 against 1.06 / 1.04 / 2.01, 27-point 0.98 / 1.02 /
+  1.38 against 0.39 / 0.39 / 0.64 (bigger blocks wait for more producers; at 24 programs an SM it
+  was slower still); the next record loaded into registers instead of prefetched into L1, 3D
+  0.322 / 0.319, 27-point 0.410 / 0.402 (the prefetch works: without it 3D 0.346 / 0.344); blocks
+  of 2 or 1 rows on the 27-point grid, of 4 on the 3D grid, all slower; 12 programs an SM on the
+  27-point grid (1–2 % faster) and 24 with 50 ns naps on the 3D grid (two pairs 4–5 % faster, the
+  solves 4 % slower), too small and mixed to change the defaults.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
