@@ -403,6 +403,40 @@ def test_writes_row_order_rule(monkeypatch):
     assert not t3.writes_row_order(s, mats)
 
 
+def test_dataflow_folded_rhs(monkeypatch):
+    """folds_rhs: where every row's entries and right-hand side fit in the record's slots, a lane's
+    right-hand side is read as one more entry slot of coefficient 1 and the lane has none of its
+    own; otherwise (a row with a full record and a right-hand side, or rows longer than their
+    record) it keeps its own. Either way the results are t0's, also with folding turned off."""
+    for A in (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27)):
+        for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
+            mats = operands(pair, A)
+            b = np.random.default_rng(3).standard_normal(A.shape[0])
+            ref = _reference(pair, mats, b, "float64", ("fold", A.shape[0], A.nnz, pair))
+            for fold in (True, False):
+                monkeypatch.setattr(t3, "FOLD_RHS", fold)
+                run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow",
+                                 schedule=fs.inspect(pair, *mats, kind="wavefront"))
+                assert run.record_shape["FOLD"] is fold
+                _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow fold={fold} {pair}")
+                count, dev = run.plan
+                rhs, pv = dev["rhs"].cpu().numpy(), dev["pv"].cpu().numpy()
+                solved = run.tables.rhs >= 0
+                assert bool((rhs >= 0).any()) is (not fold) and int((pv == -2).sum()) == (solved.sum() if fold else 0)
+                a = run.record_values["a"].cpu().numpy()
+                assert np.all(a[pv == -2] == 1.0)
+    monkeypatch.setattr(t3, "FOLD_RHS", True)
+    n = 12                       # row 8 of L reads 8 entries and b: 9 > the 8 slots of its record
+    L = sp.lil_matrix(sp.diags(np.full(n, 4.0)))
+    L[8, :8] = -0.25
+    mats = (sp.csr_matrix(L), sp.diags(np.full(n, 2.0), format="csr"))
+    b = np.random.default_rng(4).standard_normal(n)
+    run = t3.prepare("sptrsv_sptrsv", *mats, like=_vector(b, "float64"), executor="dataflow")
+    assert run.record_shape["CHUNK"] == 8 and not run.record_shape["TAIL"] and not run.record_shape["FOLD"]
+    _check(run(_vector(b, "float64")), _reference("sptrsv_sptrsv", mats, b, "float64", ("fold", "full")),
+           "sptrsv_sptrsv", mats, "float64", "dataflow, a full record and a right-hand side")
+
+
 def test_dataflow_block_widths():
     """A block's width is the most entry slots one of its rows uses, and a striding program reads no
     slot past it: with the padding past every width made to read an input entry, striding programs

@@ -126,6 +126,18 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   27-point grid (1–2 % faster) and 24 with 50 ns naps on the 3D grid (two pairs 4–5 % faster, the
   solves 4 % slower), too small and mixed to change the defaults.
 
+  Folded right-hand sides (2026-11-27, folds_rhs). ncu's source-level sampling of the 3D grid's
+  sptrsv_spmv with no poll waiting (figures/data/src_ncu_*) put 23 % of the stall samples on the
+  wait for the gathered entries and 15 % on the wait for the right-hand side, which the compiler
+  issued only after the gather had returned: two round trips to L2 a block, one after the other.
+  Where every row's entries and right-hand side fit in its record, the right-hand side is now one
+  more entry slot, of coefficient 1: one gather, and no table, poll or prefetch of its own. A/B in
+  one call, 2 interleaved rounds, wavefront, every output checked first (figures/data/fold_ab_*),
+  sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, apart → folded: 3D 0.318 / 0.307 / 0.458 → 0.302 /
+  0.285 / 0.440 ms (with no poll waiting 0.243 / 0.242 / 0.268 → 0.209 / 0.212 / 0.224), 27-point
+  0.395 / 0.390 / 0.638 → 0.338 / 0.328 / 0.545, 2D 1.057 / 1.043 / 2.013 → 0.993 / 0.969 / 1.875.
+  The records of the power-law graph, whose hubs are longer than a record, are not folded.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -841,17 +853,21 @@ def _record_slots(t, w, N_BLK, R: tl.constexpr, CHUNK: tl.constexpr):
 
 @triton.jit
 def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
-             TAIL: tl.constexpr, DIRECT: tl.constexpr):
+             TAIL: tl.constexpr, DIRECT: tl.constexpr, FOLD: tl.constexpr):
     """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
     (−1: none), divisor and its reciprocal, with TAIL its entries start..end and sign, with DIRECT
     where its result goes in row order (−1: nowhere); per lane and entry slot k < w (the block's
     width, WIDTH) the position read (−1: none) and its value, signed — the padding past the
-    slots the block's rows use is not read. An empty lane reads nothing."""
+    slots the block's rows use is not read. An empty lane reads nothing. With FOLD the right-hand
+    side is an entry slot (coefficient 1) and no lane has one of its own."""
     slot, here, e, used = _record_slots(t, w, N_BLK, R, CHUNK)
     he = here[:, None] & used
     px = tl.load(PX + e, mask=he, other=-1)
     a = tl.load(PA + e, mask=he, other=0.0)
-    rhs_at = tl.load(RHS + slot, mask=here, other=-1)
+    if FOLD:
+        rhs_at = tl.full([R], -1, tl.int32)
+    else:
+        rhs_at = tl.load(RHS + slot, mask=here, other=-1)
     d = tl.load(D + slot, mask=here, other=1.0)
     dinv = tl.load(DINV + slot, mask=here, other=1.0)
     if TAIL:
@@ -888,7 +904,7 @@ def _ticket_later(TICKET, PTX: tl.constexpr):
 
 @triton.jit
 def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
-              TAIL: tl.constexpr, DIRECT: tl.constexpr):
+              TAIL: tl.constexpr, DIRECT: tl.constexpr, FOLD: tl.constexpr):
     """Ask L1 for what _records will read of block t (its first w entry slots, the tables TAIL and
     DIRECT use) without waiting for it: PTX prefetch, no register to fill, so nothing waits on it
     until the record is loaded. A slot past w asks again for its lane's first, already asked
@@ -899,7 +915,8 @@ def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.co
         if P < 2:
             _ask_l1((PX if P == 0 else PA) + e)
         elif P < 5:
-            _ask_l1((RHS if P == 2 else D if P == 3 else DINV) + slot)
+            if P > 2 or not FOLD:
+                _ask_l1((RHS if P == 2 else D if P == 3 else DINV) + slot)
         elif P < 8:
             if TAIL:
                 _ask_l1((START if P == 5 else END if P == 6 else SIGN) + slot)
@@ -918,7 +935,8 @@ def _ask_l1(at):
 def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
               N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
-              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr):
+              TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
+              FOLD: tl.constexpr):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -941,7 +959,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     asks for the width of the one after next while this block runs, and reads no padding, in the
     record or its prefetch; a program taking tickets reads every slot, and so does every program
     where TAIL (measured: module docstring). TAIL: some row is longer than CHUNK, whose rest
-    tail_sum reads; without it the record holds no entry range or sign."""
+    tail_sum reads; without it the record holds no entry range or sign. FOLD (record_shape): the
+    right-hand side is read as one more entry slot, with the others (_dataflow_plan)."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
@@ -962,11 +981,11 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             if not TAIL:
                 w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
         px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
-                                                                 DINV, DST, R, CHUNK, TAIL, DIRECT)
+                                                                 DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
         if LOOP and AHEAD > 0 and not STRIDE:
             n2 = _ticket_later(TICKET, PTX)
         if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
-            _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT)
+            _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
         m = px >= 0
         x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
         r = rhs + tl.sum(a * x, 1)
@@ -1075,6 +1094,11 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
                          WIDE=run.tables.wide(chunk), num_warps=run.num_warps))
 
 
+FOLD_RHS = True
+"""Whether the dataflow executor folds right-hand sides into its records' entry slots where they
+fit (folds_rhs)."""
+
+
 def record_chunk(tables) -> int:
     """Entry slots per lane of the dataflow records: where every row fits in RECORD_CHUNK, all
     entries of the longest (a power of two, at least CHUNK), so that a row waits once for all it
@@ -1110,10 +1134,21 @@ def record_shape(tables) -> dict:
     wide stage (WIDE), pending polls (polls_pending) and the wide trips' divisor (WIDE_TRIP_DIV)."""
     chunk = record_chunk(tables)
     return {"CHUNK": chunk, "TAIL": tables.longest > chunk, "WIDE": tables.wide(chunk),
-            "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV}
+            "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV, "FOLD": folds_rhs(tables, chunk)}
 
 
-def _dataflow_plan(schedule, mats, tables, R, tickets, device):
+def folds_rhs(tables, chunk) -> bool:
+    """Whether the dataflow records carry each right-hand side as one more entry slot, of
+    coefficient 1 (FOLD, _dataflow_plan), instead of a table of their own: where FOLD_RHS and every
+    row's entries and right-hand side fit in `chunk` slots. A block then reads its vector entries
+    in one gather, not a gather and a load that the compiler issued after the gather had returned
+    (ncu on the 3D grid, figures/data/src_ncu_*: the two waits took 23 and 15 % of the stall
+    samples, one after the other)."""
+    fits = np.diff(tables.ent_ptr) + (tables.rhs >= 0)
+    return FOLD_RHS and int(fits.max(initial=0)) <= chunk
+
+
+def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
     s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
     program reads its block's tables in one round trip instead of a chain of dependent loads
@@ -1123,8 +1158,9 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     the launch (`back`). Each block also has its width, the entry slots its rows use, past which
     a striding program reads nothing (_records, _prefetch): a level's blocks mostly hold rows of
     one kernel, so on the 3D grid the sptrsv_spmv blocks use 10.0M of the 16.0M slots, on the
-    2D grid 7.0M of 16.0M. The values go in per call of `prepare` (_dataflow_values); this part
-    depends on the pattern only."""
+    2D grid 7.0M of 16.0M. With `fold` (folds_rhs) a lane's right-hand side takes the slot after
+    its entries, of value index −2 (coefficient 1), and the lane has none of its own. The values go
+    in per call of `prepare` (_dataflow_values); this part depends on the pattern only."""
     C = record_chunk(tables)
     blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
@@ -1142,6 +1178,11 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device):
     m = e < lane["end"][:, None]
     px, pv = np.full((S, C), -1, dtype=np.int64), np.full((S, C), -1, dtype=np.int64)
     px[m], pv[m] = where[tables.ent_aux[e[m]]], tables.ent_val[e[m]]
+    if fold:
+        own = np.flatnonzero(lane["rhs"] >= 0)
+        at = m[own].sum(1)
+        px[own, at], pv[own, at], m[own, at] = lane["rhs"][own], -2, True
+        lane["rhs"][own] = -1
     width = m.sum(1).reshape(B, R).max(1, initial=0)
     host = {k: v.astype(np.int32) for k, v in lane.items()}
     host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
@@ -1156,7 +1197,8 @@ def _dataflow_values(plan, values):
     dev = plan[1]
     sign = dev["sign"].to(values.dtype)
     pv = dev["pv"].long()
-    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * sign.repeat_interleave(pv.numel() // max(sign.numel(), 1)), 0)
+    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * sign.repeat_interleave(pv.numel() // max(sign.numel(), 1)),
+                    (pv == -2).to(values.dtype))       # −2: a folded right-hand side (_dataflow_plan)
     diag = dev["diag"].long()
     d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
     return {"a": a, "d": d, "dinv": 1 / d, "sign": sign}
@@ -1456,11 +1498,11 @@ class Prepared:
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
                                                               chain_steps, device))
         elif executor == "dataflow":
-            self.plan = schedule.cached(("t3_dataflow", tickets, block_rows, record_chunk(self.tables), str(device)),
+            self.record_shape = shape = record_shape(self.tables)
+            self.plan = schedule.cached(("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], str(device)),
                                         lambda: _dataflow_plan(schedule, problem.matrices, self.tables, block_rows,
-                                                               tickets, device))
+                                                               tickets, device, shape["FOLD"]))
             self.record_values = _dataflow_values(self.plan, self.values)
-            self.record_shape = record_shape(self.tables)
             self.direct = writes_row_order(schedule, problem.matrices)
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
