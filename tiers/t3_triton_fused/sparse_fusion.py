@@ -1131,7 +1131,8 @@ def polls_pending(tables) -> bool:
 def record_shape(tables) -> dict:
     """The dataflow kernel's shape for a pattern, derived once (Prepared.record_shape): entry
     slots per lane (record_chunk), whether some row is longer (TAIL) and whether one takes the
-    wide stage (WIDE), pending polls (polls_pending) and the wide trips' divisor (WIDE_TRIP_DIV)."""
+    wide stage (WIDE), pending polls (polls_pending), the wide trips' divisor (WIDE_TRIP_DIV) and
+    whether the right-hand sides ride in the entry slots (FOLD, folds_rhs)."""
     chunk = record_chunk(tables)
     return {"CHUNK": chunk, "TAIL": tables.longest > chunk, "WIDE": tables.wide(chunk),
             "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV, "FOLD": folds_rhs(tables, chunk)}
@@ -1499,9 +1500,9 @@ class Prepared:
                                                               chain_steps, device))
         elif executor == "dataflow":
             self.record_shape = shape = record_shape(self.tables)
-            self.plan = schedule.cached(("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], str(device)),
-                                        lambda: _dataflow_plan(schedule, problem.matrices, self.tables, block_rows,
-                                                               tickets, device, shape["FOLD"]))
+            key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], str(device))
+            self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
+                                                                    block_rows, tickets, device, shape["FOLD"]))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
         else:
