@@ -363,6 +363,8 @@ def test_dataflow_shape_and_record_chunk():
     row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
                     {"block_rows": None, "tickets": "mid", "tickets_ahead": None})
     assert row["block_rows"] == 4 and row["tickets_ahead"] == 2 and row["claim"] == "stride"   # stride: prefetch
+    assert row["record_shape"] == "CHUNK=8 TAIL=False WIDE=False PENDING=False TRIP_DIV=2 FOLD=True"
+    assert row["direct"] is True                          # a 6x6 grid's levels are narrow (writes_row_order)
     row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
                     {"block_rows": None, "tickets": "mid", "tickets_ahead": None}, {"claim": "counter"})
     assert row["block_rows"] == 4 and row["tickets_ahead"] == 0 and row["claim"] == "counter"

@@ -561,6 +561,9 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     took = {k: getattr(prepared, k) for k in getattr(module, "TUNABLE", {}).get(executor, ())}
     if getattr(prepared, "fused", 0):
         took["fused_rows"] = prepared.fused      # how many solve rows ran inside their factor row's block
+    if getattr(prepared, "record_shape", None) is not None:     # the dataflow kernel's shape, from the pattern
+        took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
+        took["direct"] = prepared.direct
     return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
             lambda: prepared(v))
 
