@@ -365,6 +365,7 @@ def test_dataflow_shape_and_record_chunk():
     assert row["block_rows"] == 4 and row["tickets_ahead"] == 2 and row["claim"] == "stride"   # stride: prefetch
     assert row["record_shape"] == "CHUNK=8 TAIL=False WIDE=False PENDING=False TRIP_DIV=2 FOLD=True"
     assert row["direct"] is True                          # a 6x6 grid's levels are narrow (writes_row_order)
+    assert row["early"] is False                          # and so no early look (looks_early)
     row, _ = runner(fn, "sptrsv_spmv", mats, like, None, "dataflow",
                     {"block_rows": None, "tickets": "mid", "tickets_ahead": None}, {"claim": "counter"})
     assert row["block_rows"] == 4 and row["tickets_ahead"] == 0 and row["claim"] == "counter"
@@ -394,15 +395,36 @@ def test_dataflow_records_put_results_back_in_row_order(direct, monkeypatch):
 
 def test_writes_row_order_rule(monkeypatch):
     """Direct stores where the joint DAG's levels average fewer than WIDE_LEVELS iterations, the
-    gather where they average more."""
+    gather where they average more; early looks (looks_early) where they average more and no row
+    is longer than CHUNK (blocks of 8), and only for striding programs."""
     mats = operands("sptrsv_spmv", sm.poisson3d(4))
     s = fs.inspect("sptrsv_spmv", *mats, kind="wavefront")
     depth = int(t3._joint(s, mats)[1].max()) + 1
     per_level = (s.n1 + s.n2) / depth
+    like = _vector(np.ones(mats[0].shape[0]), "float64")
+    tables = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow").tables
     monkeypatch.setattr(t3, "WIDE_LEVELS", int(per_level) + 1)
-    assert t3.writes_row_order(s, mats)
+    assert t3.writes_row_order(s, mats) and not t3.looks_early(s, mats, tables)
     monkeypatch.setattr(t3, "WIDE_LEVELS", int(per_level))
-    assert not t3.writes_row_order(s, mats)
+    assert not t3.writes_row_order(s, mats) and t3.looks_early(s, mats, tables)
+    for claim, early in (("stride", True), ("counter", False)):
+        run = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow", claim=claim,
+                         programs_per_sm=2)
+        assert run.early is early and run.block_rows == 8
+    monkeypatch.setattr(t3, "CHUNK", tables.longest - 1)      # a row longer than CHUNK: no early look
+    assert not t3.looks_early(s, mats, tables)
+    monkeypatch.setattr(t3, "CHUNK", tables.longest)
+    monkeypatch.setattr(t3, "EARLY_LOOK", False)
+    assert not t3.looks_early(s, mats, tables)
+
+
+def _vector_pair_cases(matrices, seed, tag):
+    """(pair, operands, right-hand side, t0's results) for the three vector pairs on each matrix."""
+    for A in matrices:
+        for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
+            mats = operands(pair, A)
+            b = np.random.default_rng(seed).standard_normal(A.shape[0])
+            yield pair, mats, b, _reference(pair, mats, b, "float64", (tag, A.shape[0], A.nnz, pair))
 
 
 def test_dataflow_folded_rhs(monkeypatch):
@@ -410,23 +432,20 @@ def test_dataflow_folded_rhs(monkeypatch):
     right-hand side is read as one more entry slot of coefficient 1 and the lane has none of its
     own; otherwise (a row with a full record and a right-hand side, or rows longer than their
     record) it keeps its own. Either way the results are t0's, also with folding turned off."""
-    for A in (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27)):
-        for pair in ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"):
-            mats = operands(pair, A)
-            b = np.random.default_rng(3).standard_normal(A.shape[0])
-            ref = _reference(pair, mats, b, "float64", ("fold", A.shape[0], A.nnz, pair))
-            for fold in (True, False):
-                monkeypatch.setattr(t3, "FOLD_RHS", fold)
-                run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow",
-                                 schedule=fs.inspect(pair, *mats, kind="wavefront"))
-                assert run.record_shape["FOLD"] is fold
-                _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow fold={fold} {pair}")
-                count, dev = run.plan
-                rhs, pv = dev["rhs"].cpu().numpy(), dev["pv"].cpu().numpy()
-                solved = run.tables.rhs >= 0
-                assert bool((rhs >= 0).any()) is (not fold) and int((pv == -2).sum()) == (solved.sum() if fold else 0)
-                a = run.record_values["a"].cpu().numpy()
-                assert np.all(a[pv == -2] == 1.0)
+    grids = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27))
+    for pair, mats, b, ref in _vector_pair_cases(grids, 3, "fold"):
+        for fold in (True, False):
+            monkeypatch.setattr(t3, "FOLD_RHS", fold)
+            run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow",
+                             schedule=fs.inspect(pair, *mats, kind="wavefront"))
+            assert run.record_shape["FOLD"] is fold
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow fold={fold} {pair}")
+            count, dev = run.plan
+            rhs, pv = dev["rhs"].cpu().numpy(), dev["pv"].cpu().numpy()
+            solved = run.tables.rhs >= 0
+            assert bool((rhs >= 0).any()) is (not fold) and int((pv == -2).sum()) == (solved.sum() if fold else 0)
+            a = run.record_values["a"].cpu().numpy()
+            assert np.all(a[pv == -2] == 1.0)
     monkeypatch.setattr(t3, "FOLD_RHS", True)
     n = 12                       # row 8 of L reads 8 entries and b: 9 > the 8 slots of its record
     L = sp.lil_matrix(sp.diags(np.full(n, 4.0)))
@@ -437,6 +456,28 @@ def test_dataflow_folded_rhs(monkeypatch):
     assert run.record_shape["CHUNK"] == 8 and not run.record_shape["TAIL"] and not run.record_shape["FOLD"]
     _check(run(_vector(b, "float64")), _reference("sptrsv_sptrsv", mats, b, "float64", ("fold", "full")),
            "sptrsv_sptrsv", mats, "float64", "dataflow, a full record and a right-hand side")
+
+
+def test_dataflow_early_look(monkeypatch):
+    """looks_early: a striding program reads the next blocks' records and entries before its block
+    waits (_pipelined), so an entry read early may still hold the sentinel and must be polled
+    again; the blocks go in pairs, so with an odd count the last pair's second block lies past
+    the end and stores nothing. Results are t0's on records that fold their right-hand sides,
+    keep them apart, store in row order, and on hub rows longer than the record (tail_sum), with
+    block counts of both parities."""
+    monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
+    parities = set()
+    matrices = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27), sm.powerlaw_laplacian(150, m=2, seed=3))
+    for pair, mats, b, ref in _vector_pair_cases(matrices, 5, "early"):
+        for fold in (True, False):
+            monkeypatch.setattr(t3, "FOLD_RHS", fold)
+            run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="stride",
+                             programs_per_sm=2, schedule=fs.inspect(pair, *mats, kind="wavefront"))
+            assert run.early
+            parities.add(run.plan[0] % 2)
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64",
+                   f"dataflow early look fold={fold} {pair} {run.record_shape}")
+    assert parities == {0, 1}
 
 
 def test_dataflow_block_widths():

@@ -564,6 +564,7 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     if getattr(prepared, "record_shape", None) is not None:     # the dataflow kernel's shape, from the pattern
         took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
         took["direct"] = prepared.direct
+        took["early"] = prepared.early
     return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
             lambda: prepared(v))
 

@@ -140,37 +140,45 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
               PENDING: tl.constexpr = False):
     """(VEC[px] over m, VEC[rhs_at] over mr). With AWAIT, VEC's outputs (positions ≥ N_IN) start
     out holding the sentinel SENT, a signalling-NaN bit pattern that arithmetic never produces,
-    and both loads are repeated together until none of the entries read holds it: each value is
-    its own ready flag, and one round trip brings everything a row waits for. Volatile loads go
-    to L2 every time, where the writer's store lands. NAP > 0: sleep that many nanoseconds
-    between polls, leaving the SM's load pipeline and L2 to the rows that are running.
-    PENDING: a repeated poll reads only the entries that still held the sentinel (an entry is
-    written once, so what arrived stays) — fewer loads in flight for long rows, a few more
-    instructions per poll for short ones (measured: polls_pending in t3's sparse_fusion)."""
+    and both loads are repeated together until none of the entries read holds it (vec_await):
+    each value is its own ready flag, and one round trip brings everything a row waits for.
+    Volatile loads go to L2 every time, where the writer's store lands."""
     if AWAIT:
         x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
         rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
-        if PENDING:
-            wx = _waiting(x, px, m, N_IN, SENT)
-            wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
-            while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
-                if NAP > 0:
-                    nap(tl.full([], NAP, tl.int32))
-                x = tl.where(wx, tl.load(VEC + px, mask=wx, other=0.0, volatile=True), x)
-                rhs = tl.where(wr, tl.load(VEC + rhs_at, mask=wr, other=0.0, volatile=True), rhs)
-                wx = _waiting(x, px, wx, N_IN, SENT)
-                wr = _waiting(rhs, rhs_at, wr, N_IN, SENT)
-        else:
-            busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
-            while busy != 0:
-                if NAP > 0:
-                    nap(tl.full([], NAP, tl.int32))
-                x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
-                rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
-                busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
+        x, rhs = vec_await(VEC, x, px, m, rhs, rhs_at, mr, N_IN, SENT, NAP, PENDING)
     else:
         x = tl.load(VEC + px, mask=m, other=0.0, cache_modifier=".cg")
         rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, cache_modifier=".cg")
+    return x, rhs
+
+
+@triton.jit
+def vec_await(VEC, x, px, m, rhs, rhs_at, mr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr, PENDING: tl.constexpr):
+    """x and rhs, read once from VEC[px] over m and VEC[rhs_at] over mr, read again until none
+    holds the sentinel (vec_loads). NAP > 0: sleep that many nanoseconds between polls, leaving
+    the SM's load pipeline and L2 to the rows that are running. PENDING: a repeated poll reads
+    only the entries that still held the sentinel (an entry is written once, so what arrived
+    stays) — fewer loads in flight for long rows, a few more instructions per poll for short
+    ones (measured: polls_pending in t3's sparse_fusion)."""
+    if PENDING:
+        wx = _waiting(x, px, m, N_IN, SENT)
+        wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
+        while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
+            if NAP > 0:
+                nap(tl.full([], NAP, tl.int32))
+            x = tl.where(wx, tl.load(VEC + px, mask=wx, other=0.0, volatile=True), x)
+            rhs = tl.where(wr, tl.load(VEC + rhs_at, mask=wr, other=0.0, volatile=True), rhs)
+            wx = _waiting(x, px, wx, N_IN, SENT)
+            wr = _waiting(rhs, rhs_at, wr, N_IN, SENT)
+    else:
+        busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
+        while busy != 0:
+            if NAP > 0:
+                nap(tl.full([], NAP, tl.int32))
+            x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
+            rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
+            busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
     return x, rhs
 
 

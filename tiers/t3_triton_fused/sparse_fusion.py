@@ -213,7 +213,8 @@ from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_loads)
+                                       held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_await,
+                                       vec_loads)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -437,6 +438,28 @@ def writes_row_order(schedule, mats) -> bool:
     The 2D and 27-point grids' direct stores were not timed against the gather without the copy;
     the copy alone took 11 µs on the 2D grid and the direct stores saved 35."""
     return not _wide(schedule, mats)
+
+
+def looks_early(schedule, mats, tables) -> bool:
+    """Whether striding dataflow programs run as a software pipeline (_dataflow's EARLY,
+    _pipelined), reading the next blocks' records and entries before their block waits: where
+    EARLY_LOOK and the blocks hold 8 rows (dataflow_shape: the joint DAG's levels hold at least
+    WIDE_LEVELS iterations on average, and no row is longer than CHUNK). On such levels the
+    blocks a program takes next were mostly written long before, so the early reads find them
+    and the round trips of two blocks overlap; on narrow levels the early reads mostly find the
+    sentinel and poll again, and the power-law graph's hub rows (tail_sum) lose too. Measured on
+    the H100 (2026-11-27, float64, one prepared run each, interleaved rounds, every output checked
+    first), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv in ms, "1" a first version that loaded a
+    block's positions with the rest of its record (one block ahead, not two):
+      wavefront schedule, as before → 1 (figures/data/early_look_ab_*): 3D grid 0.292 / 0.274 /
+        0.430 → 0.269 / 0.258 / 0.415 (with no poll waiting 0.200 / 0.203 / 0.213 → 0.187 /
+        0.196 / 0.190); 27-point grid even (0.333 / 0.323 / 0.542 → 0.335 / 0.325 / 0.548); 2D
+        grid 0.981 / 0.959 / 1.870 → 1.015 / 1.000 / 1.943; power-law graph 0.475 / 0.476 / 1.076
+        → 0.524 / 0.512 / 1.481;
+      sparse-fusion schedule, 3D grid (figures/data/early_look2_ab_*): as before 0.295 / 0.281 /
+        0.447, "1" 0.274 / 0.263 / 0.435, this pipeline 0.274 / 0.259 / 0.421, and it at 24
+        programs an SM 0.313 / 0.265 / 0.466."""
+    return EARLY_LOOK and _wide(schedule, mats) and tables.longest <= CHUNK
 
 
 def dataflow_programs(tables) -> int:
@@ -854,16 +877,32 @@ def _record_slots(t, w, N_BLK, R: tl.constexpr, CHUNK: tl.constexpr):
 @triton.jit
 def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
              TAIL: tl.constexpr, DIRECT: tl.constexpr, FOLD: tl.constexpr):
-    """Block t's record (_dataflow_plan), read without indirection: per lane its right-hand side
-    (−1: none), divisor and its reciprocal, with TAIL its entries start..end and sign, with DIRECT
-    where its result goes in row order (−1: nowhere); per lane and entry slot k < w (the block's
-    width, WIDTH) the position read (−1: none) and its value, signed — the padding past the
-    slots the block's rows use is not read. An empty lane reads nothing. With FOLD the right-hand
-    side is an entry slot (coefficient 1) and no lane has one of its own."""
+    """Block t's record (_dataflow_plan), read without indirection: its positions (_positions)
+    and the rest (_record_rest)."""
+    px = _positions(t, w, N_BLK, PX, R, CHUNK)
+    a, rhs_at, start, end, sign, d, dinv, dst = _record_rest(t, w, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST,
+                                                             R, CHUNK, TAIL, DIRECT, FOLD)
+    return px, a, rhs_at, start, end, sign, d, dinv, dst
+
+
+@triton.jit
+def _positions(t, w, N_BLK, PX, R: tl.constexpr, CHUNK: tl.constexpr):
+    """Per lane of block t and entry slot k < w (the block's width, WIDTH) the VEC position read
+    (−1: none); the padding past the slots the block's rows use is not read."""
     slot, here, e, used = _record_slots(t, w, N_BLK, R, CHUNK)
-    he = here[:, None] & used
-    px = tl.load(PX + e, mask=he, other=-1)
-    a = tl.load(PA + e, mask=he, other=0.0)
+    return tl.load(PX + e, mask=here[:, None] & used, other=-1)
+
+
+@triton.jit
+def _record_rest(t, w, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.constexpr, CHUNK: tl.constexpr,
+                 TAIL: tl.constexpr, DIRECT: tl.constexpr, FOLD: tl.constexpr):
+    """Block t's record but its positions: per lane and entry slot k < w the value, signed; per
+    lane its right-hand side (−1: none), divisor and its reciprocal, with TAIL its entries
+    start..end and sign, with DIRECT where its result goes in row order (−1: nowhere). An empty
+    lane reads nothing. With FOLD the right-hand side is an entry slot (coefficient 1) and no
+    lane has one of its own."""
+    slot, here, e, used = _record_slots(t, w, N_BLK, R, CHUNK)
+    a = tl.load(PA + e, mask=here[:, None] & used, other=0.0)
     if FOLD:
         rhs_at = tl.full([R], -1, tl.int32)
     else:
@@ -882,7 +921,7 @@ def _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.con
         dst = tl.load(DST + slot, mask=here, other=-1)
     else:
         dst = tl.full([R], -1, tl.int32)
-    return px, a, rhs_at, start, end, sign, d, dinv, dst
+    return a, rhs_at, start, end, sign, d, dinv, dst
 
 
 @triton.jit
@@ -925,6 +964,14 @@ def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.co
 
 
 @triton.jit
+def _first_look(VEC, px, rhs_at):
+    """A block's vector entries and right-hand side read once, without waiting (vec_await polls
+    what still holds the sentinel)."""
+    return (tl.load(VEC + px, mask=px >= 0, other=0.0, volatile=True),
+            tl.load(VEC + rhs_at, mask=rhs_at >= 0, other=0.0, volatile=True))
+
+
+@triton.jit
 def _ask_l1(at):
     """PTX prefetch of the addresses `at` into L1."""
     tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
@@ -936,7 +983,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
               N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
-              FOLD: tl.constexpr):
+              FOLD: tl.constexpr, EARLY: tl.constexpr = False):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -960,7 +1007,10 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     record or its prefetch; a program taking tickets reads every slot, and so does every program
     where TAIL (measured: module docstring). TAIL: some row is longer than CHUNK, whose rest
     tail_sum reads; without it the record holds no entry range or sign. FOLD (record_shape): the
-    right-hand side is read as one more entry slot, with the others (_dataflow_plan)."""
+    right-hand side is read as one more entry slot, with the others (_dataflow_plan). EARLY
+    (striding, looks_early): the loop runs as a software pipeline (_pipelined): the next blocks'
+    records and entries are read before this block waits, and what still held the sentinel is
+    polled when that block's turn comes (vec_await)."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
@@ -974,36 +1024,124 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
         n1 = N_BLK
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
+    if EARLY and STRIDE:
+        _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+                   R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD)
+    else:
+        while t < N_BLK:
+            if STRIDE:
+                n2 = n1 + tl.num_programs(0)
+                w2 = w1
+                if not TAIL:
+                    w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
+            px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
+                                                                     DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
+            if LOOP and AHEAD > 0 and not STRIDE:
+                n2 = _ticket_later(TICKET, PTX)
+            if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
+                _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
+            x, rhs = _first_look(VEC, px, rhs_at)
+            _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
+                    N_IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False)
+            if STRIDE:
+                t, n1, w, w1 = n1, n2, w1, w2
+            elif LOOP and AHEAD > 0:
+                t, n1 = n1, tl.max(n2, 0)
+            else:
+                t = _next_ticket(TICKET, N_BLK, LOOP)
+
+
+@triton.jit
+def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr):
+    """Block t's width (0 past the last block; every slot where TAIL, which reads no widths)."""
+    if TAIL:
+        return CHUNK
+    else:
+        return tl.load(WIDTH + t, mask=t < N_BLK, other=0)
+
+
+@triton.jit
+def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
+               PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
+               TAIL: tl.constexpr, FOLD: tl.constexpr):
+    """_dataflow's striding loop as a software pipeline (EARLY, looks_early), block b of a program
+    being followed by b + P: while block b waits, block b + P's record is loaded and its entries
+    read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
+    record of block b + 3P (_half). Blocks go in pairs, so that the loop's two halves take turns
+    with two sets of registers: no copy from one to the other waits for a load. A block's width
+    is read a block before it is first needed."""
+    P = tl.num_programs(0)
+    w = _width(WIDTH, t, N_BLK, TAIL, CHUNK)
+    px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
+                                                             R, CHUNK, TAIL, DIRECT, FOLD)
+    x, rhs = _first_look(VEC, px, rhs_at)
+    wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK)
+    wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK)
+    wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK)
+    qa = _positions(t + P, wa, N_BLK, PX, R, CHUNK)
     while t < N_BLK:
-        if STRIDE:
-            n2 = n1 + tl.num_programs(0)
-            w2 = w1
-            if not TAIL:
-                w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
-        px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
-                                                                 DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
-        if LOOP and AHEAD > 0 and not STRIDE:
-            n2 = _ticket_later(TICKET, PTX)
-        if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
-            _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
-        m = px >= 0
-        x, rhs = vec_loads(VEC, px, m, rhs_at, rhs_at >= 0, N_IN, True, SENT, NAP, PENDING)
-        r = rhs + tl.sum(a * x, 1)
-        if TAIL:
-            ok = start <= end             # every lane: an empty one computes 0 for its unused slot
-            r += sign * tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP,
-                                 WIDE, PENDING, TRIP_DIV)
-        q = r * dinv                        # Markstein: with dinv = RN(1/d) this is RN(r / d)
-        q = tl.fma(tl.fma(-q, d, r), dinv, q)
-        tl.store(VEC + N_IN + t * R + tl.arange(0, R), q)     # lane j of block t: its slot (_dataflow_plan)
-        if DIRECT:                          # and the result in row order, read by no block (writes_row_order)
-            tl.store(OUT + dst, q, mask=dst >= 0)
-        if STRIDE:
-            t, n1, w, w1 = n1, n2, w1, w2
-        elif LOOP and AHEAD > 0:
-            t, n1 = n1, tl.max(n2, 0)
-        else:
-            t = _next_ticket(TICKET, N_BLK, LOOP)
+        wd = _width(WIDTH, t + 4 * P, N_BLK, TAIL, CHUNK)
+        qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
+            t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
+            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
+            TRIP_DIV, DIRECT, TAIL, FOLD, False)
+        we = _width(WIDTH, t + 5 * P, N_BLK, TAIL, CHUNK)
+        p1 = qa
+        qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
+            t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
+            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
+            TRIP_DIV, DIRECT, TAIL, FOLD, True)
+        px = qb
+        wa, wb, wc = wc, wd, we
+        t += 2 * P
+
+
+@triton.jit
+def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START, END,
+          SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+          R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
+          PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
+          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr):
+    """Half of _pipelined's loop: block t (with PAST it may lie past the last) is finished from its
+    record and its entries' first look, after the loads of what comes next are issued — the
+    positions of block t + 2P, the rest of block t + P's record (whose positions qa are loaded)
+    and its first look, and a prefetch of block t + 3P's record (wa, wb, wc: the widths of blocks
+    t + P, t + 2P, t + 3P). Returns block t + 2P's positions and block t + P's record and look."""
+    qb = _positions(t + 2 * P, wb, N_BLK, PX, R, CHUNK)
+    if PTX:
+        _prefetch(t + 3 * P, wc, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
+    a1, rh1, s1, e1, sg1, d1, di1, ds1 = _record_rest(t + P, wa, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST, R,
+                                                      CHUNK, TAIL, DIRECT, FOLD)
+    x1, rhs1 = _first_look(VEC, qa, rh1)
+    _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+            R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST)
+    return qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1
+
+
+@triton.jit
+def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+            R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
+            PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
+            PAST: tl.constexpr):
+    """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
+    x and right-hand sides rhs read once (_first_look): the polls until none holds the sentinel,
+    the sums, the quotients and their stores."""
+    x, rhs = vec_await(VEC, x, px, px >= 0, rhs, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
+    r = rhs + tl.sum(a * x, 1)
+    if TAIL:
+        ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
+        r += sign * tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP,
+                             WIDE, PENDING, TRIP_DIV)
+    q = r * dinv                            # Markstein: with dinv = RN(1/d) this is RN(r / d)
+    q = tl.fma(tl.fma(-q, d, r), dinv, q)
+    lane = tl.arange(0, R)
+    if PAST:
+        tl.store(VEC + N_IN + t * R + lane, q, mask=lane * 0 + t < N_BLK)
+    else:
+        tl.store(VEC + N_IN + t * R + lane, q)     # lane j of block t: its slot (_dataflow_plan)
+    if DIRECT:                              # and the result in row order, read by no block (writes_row_order)
+        tl.store(OUT + dst, q, mask=dst >= 0)
 
 
 def _programs(count, per_sm, device):
@@ -1093,6 +1231,10 @@ def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
                     dict(R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
                          WIDE=run.tables.wide(chunk), num_warps=run.num_warps))
 
+
+EARLY_LOOK = True
+"""Whether striding dataflow programs may read the next blocks' records and entries early
+(_dataflow's EARLY, _pipelined), where looks_early says so."""
 
 FOLD_RHS = True
 """Whether the dataflow executor folds right-hand sides into its records' entry slots where they
@@ -1224,7 +1366,7 @@ def _run_dataflow(run, val, vec, vector):
                      vec, n),
                     dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
                          AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                         num_warps=run.num_warps, DIRECT=run.direct,
+                         num_warps=run.num_warps, DIRECT=run.direct, EARLY=run.early,
                          **run.record_shape))
     if not run.direct:
         torch.index_select(slots, 0, sdev["back"], out=vec[n:])
@@ -1505,6 +1647,7 @@ class Prepared:
                                                                     block_rows, tickets, device, shape["FOLD"]))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
+            self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
