@@ -97,6 +97,35 @@ def test_rounds_keep_the_median_of_interleaved_samples(monkeypatch):
     assert [r["ms"] for r in written] == [2.0, 5.0] and written[0]["gbps"] == 1000 / 2.0 / 1e6
 
 
+def test_checked_calls_are_poisoned_and_timed_calls_are_not(monkeypatch):
+    """The checked call poisons its fresh outputs whatever TIERS_POISON says, and the timed calls
+    (host timer here; time_ms on the device) do not: the NaN fill is part of the check, not of the
+    kernel's cost. The override ends with the block."""
+    import triton.testing
+
+    from tiers.bench import common
+    from tiers.buffers import poisoned, poisoning
+    seen = []
+
+    def call():
+        seen.append(poisoning())
+        return ()
+    monkeypatch.setattr(bench, "_cuda", lambda: False)
+    monkeypatch.setattr(bench, "check", lambda outs, refs, dtype: (True, 0.0, ""))
+    for env in ("0", "1"):
+        monkeypatch.setenv("TIERS_POISON", env)
+        seen.clear()
+        case = bench._Case(dict(matrix="m", ordering="natural", dtype="float64", pair="p", bytes=1000), [], False,
+                           False, lambda row: None)
+        case.measure(dict(provider="t3_triton_fused"), call)
+        assert seen[0] is True and len(seen) > 1 and not any(seen[1:])
+        assert poisoning() is (env == "1")
+    monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), 1.0)[1])
+    seen.clear()
+    with poisoned(True):
+        assert common.time_ms(call) == 1.0 and seen == [False] and poisoning()
+
+
 def test_switch_sweeps_of_the_cli():
     """--fuse-rows takes a comma list of on/off (a sweep) and names what it does not understand."""
     assert cli._switches("on,off") == (True, False) and cli._switches("off") == (False,)

@@ -25,10 +25,14 @@ def environment() -> dict:
 
 
 def time_ms(fn, *, warmup=25, rep=100) -> float:
-    """Median milliseconds of fn() by CUDA events (triton.testing.do_bench)."""
+    """Median milliseconds of fn() by CUDA events (triton.testing.do_bench), with fresh outputs not
+    poisoned (buffers.poisoned): the NaN fill belongs to a check, not to what is timed."""
     import triton.testing
 
-    return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+    from tiers.buffers import poisoned
+
+    with poisoned(False):
+        return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
 
 
 def measure_ceilings() -> dict:
