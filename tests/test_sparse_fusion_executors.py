@@ -324,7 +324,8 @@ def test_dataflow_shape_and_record_chunk():
     WIDE_LEVELS iterations a level blocks of 8 where no row needs a tail; otherwise (4, 0).
     record_chunk: all of the longest row where it fits in RECORD_CHUNK slots, else CHUNK; where a
     row is longer than CHUNK polls re-read only pending entries. dataflow_programs: more programs
-    per SM where a row takes the wide stage. The benchmark records what prepare chose."""
+    per SM where a row takes the wide stage, fewer where records hold more than CHUNK slots. The
+    benchmark records what prepare chose."""
     from tiers.bench.sparse_fusion import runner
     defaults = t3.tuning_defaults("dataflow")
     assert defaults["block_rows"] is None and defaults["tickets_ahead"] is None
@@ -343,9 +344,14 @@ def test_dataflow_shape_and_record_chunk():
     hub_run = t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
                          like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow")
     assert t3.record_chunk(hub_run.tables) == t3.CHUNK
-    # dataflow_programs: more programs per SM where a row takes the wide stage
+    # dataflow_programs: more programs per SM where a row takes the wide stage, fewer where records
+    # hold more than CHUNK slots (busy's rows of 11), the default where they hold CHUNK
     assert hub_run.tables.wide(t3.CHUNK) and hub_run.programs_per_sm == t3.WIDE_PROGRAMS_PER_SM
-    assert busy.programs_per_sm == t3.PROGRAMS_PER_SM != t3.WIDE_PROGRAMS_PER_SM
+    assert t3.record_chunk(busy.tables) == 16 and busy.programs_per_sm == t3.LONG_PROGRAMS_PER_SM
+    grid = t3.prepare("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(6)), like=_vector(np.ones(36), "float64"),
+                      executor="dataflow")
+    assert t3.record_chunk(grid.tables) == t3.CHUNK and grid.programs_per_sm == t3.PROGRAMS_PER_SM
+    assert len({t3.PROGRAMS_PER_SM, t3.WIDE_PROGRAMS_PER_SM, t3.LONG_PROGRAMS_PER_SM}) == 3
     assert t3.tuning_defaults("dataflow")["programs_per_sm"] is None
     assert t3.tuning_defaults("chains")["programs_per_sm"] == t3.PROGRAMS_PER_SM
     # polls re-read only pending entries where some row is longer than CHUNK (the poll loop itself
@@ -478,6 +484,20 @@ def test_dataflow_early_look(monkeypatch):
             _check(run(_vector(b, "float64")), ref, pair, mats, "float64",
                    f"dataflow early look fold={fold} {pair} {run.record_shape}")
     assert parities == {0, 1}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_dataflow_slots_start_as_input_then_sentinel(dtype):
+    """_slots_from: one kernel writes the input vector (also a strided one) and then the sentinel's
+    bit pattern in every output slot, past a multiple of its block too."""
+    rng = np.random.default_rng(7)
+    for n, total in ((5, 9), (3000, 7001)):
+        full = _vector(rng.standard_normal(2 * n), dtype)
+        vector = full[::2]
+        slots = t3._slots_from(vector, total)
+        bits = torch.int64 if slots.dtype == torch.float64 else torch.int32
+        assert slots.shape == (total,) and torch.equal(slots[:n], vector)
+        assert bool((slots.view(bits)[n:] == t3.SENTINEL[slots.dtype]).all())
 
 
 def test_dataflow_block_widths():

@@ -257,6 +257,7 @@ WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which b
 BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tickets are held ahead (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
 WIDE_PROGRAMS_PER_SM = 24  # dataflow: persistent programs per SM where rows take the wide stage (dataflow_programs)
+LONG_PROGRAMS_PER_SM = 8   # dataflow: persistent programs per SM where records hold more than CHUNK slots (same)
 WIDE_TRIP_DIV = 2
 """dataflow: tail_sum's wide trips over a row of more than 4·CHUNK entries take 32·CHUNK /
 WIDE_TRIP_DIV of them. The wide stage's vectors set the kernel's registers (ncu on the power-law
@@ -465,14 +466,28 @@ def looks_early(schedule, mats, tables) -> bool:
 def dataflow_programs(tables) -> int:
     """Persistent programs per SM of the dataflow executor for this pattern: WIDE_PROGRAMS_PER_SM
     where its kernel takes the wide stage (rows longer than 4·record_chunk entries: the hubs of a
-    power-law graph), else PROGRAMS_PER_SM. Measured on the H100 with striding programs (2026-11-27,
+    power-law graph), LONG_PROGRAMS_PER_SM where its records hold more than CHUNK slots a lane
+    (record_chunk: rows of 9 to RECORD_CHUNK entries, the 27-point grid's), else PROGRAMS_PER_SM.
+    A program whose block waits polls all its rows' pending entries, up to R·record_chunk loads a
+    poll, and the programs that run ahead of the critical path mostly poll; with long rows fewer
+    of them leave the L2 to the ones that can finish. Measured on the H100 (2026-11-27, float64,
+    sparse-fusion schedule, one prepared run each, 2 interleaved rounds,
+    figures/data/programs_ab_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv in ms at 16 / 12 / 10
+    / 8 programs an SM: 27-point grid (32 and 16 slots) 0.349 / 0.335 / 0.331 / 0.328, 0.340 /
+    0.330 / 0.328 / 0.325, 0.602 / 0.584 / 0.578 / 0.568; 2D grid (8 slots) 1.029 / 1.036 / 1.045
+    / 1.066, 1.021 / 1.028 / 1.039 / 1.055, 1.997 / 2.000 / 2.016 / 2.033; 3D grid (8 slots)
+    0.274 / 0.279 / 0.293 / 0.316, 0.258 / 0.275 / 0.290 / 0.312, 0.419 / 0.414 / 0.419 / 0.440.
+    Fewer than 8 not measured then. Earlier, with striding programs (2026-11-27,
     float64, package CLI, figures/data/stride_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv,
     wavefront schedule: power-law graph 0.507 / 0.496 / 1.110 ms at 24 against 0.615 / 0.597 /
     1.195 at 16; in the probe before it (stride_probe_*) the grids were mixed at 24 (3D 0.340 /
     0.312 / 0.523 against 0.341 / 0.329 / 0.503, 27-point 0.458 / 0.445 / 0.722 against 0.429 /
     0.423 / 0.694, 2D within 1 %). With the ticket counter 24 had been no faster (dataflow_shape):
     the counter's atomics, one per block, were the floor then (CLAIMS)."""
-    return WIDE_PROGRAMS_PER_SM if record_shape(tables)["WIDE"] else PROGRAMS_PER_SM
+    shape = record_shape(tables)
+    if shape["WIDE"]:
+        return WIDE_PROGRAMS_PER_SM
+    return LONG_PROGRAMS_PER_SM if shape["CHUNK"] > CHUNK else PROGRAMS_PER_SM
 
 
 def executors_for(pair: str) -> tuple:
@@ -1211,11 +1226,36 @@ def _launch_claimed(kernel, run, count, args, meta):
 
 def _await_from(vec, n, claim="counter"):
     """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
-    counter: what every dataflow launch starts from. Striding programs (claim "stride") take no
-    tickets, so theirs is left unset, which costs no fill kernel per call."""
+    counter (_fresh_ticket): what every dataflow launch starts from."""
     bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
     vec.view(bits)[n:] = SENTINEL[vec.dtype]
-    return (torch.empty if claim == "stride" else torch.zeros)(1, dtype=torch.int32, device=vec.device)
+    return _fresh_ticket(vec.device, claim)
+
+
+def _fresh_ticket(device, claim):
+    """A ticket counter at 0; striding programs (claim "stride") take no tickets, so theirs is
+    left unset, which costs no fill kernel per call."""
+    return (torch.empty if claim == "stride" else torch.zeros)(1, dtype=torch.int32, device=device)
+
+
+@triton.jit
+def _input_then_sentinel(OUT, IN, N_IN, TOTAL, SENT: tl.constexpr, BLOCK: tl.constexpr):
+    """OUT[i] = IN[i] below N_IN and the sentinel past it, up to TOTAL (both as bit patterns)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=i < TOTAL)
+
+
+def _slots_from(vector, total):
+    """The dataflow executor's VEC for one call: the input, then the sentinel in every output
+    slot, written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on the 3D grid:
+    figures/data/prof_early_*)."""
+    bits = torch.int64 if vector.dtype == torch.float64 else torch.int32
+    slots = torch.empty(total, dtype=vector.dtype, device=vector.device)
+    BLOCK = 2048
+    _input_then_sentinel[(triton.cdiv(total, BLOCK),)](slots.view(bits), vector.contiguous().view(bits),
+                                                      vector.shape[0], total, SENT=SENTINEL[vector.dtype],
+                                                      BLOCK=BLOCK, num_warps=4)
+    return slots
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
@@ -1329,7 +1369,7 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     width = m.sum(1).reshape(B, R).max(1, initial=0)
     host = {k: v.astype(np.int32) for k, v in lane.items()}
     host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
-                ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:])
+                ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
     return B, rows.to_device(host, device)
 
 
@@ -1356,9 +1396,8 @@ def _run_dataflow(run, val, vec, vector):
     if count == 0:
         return
     n = run.tables.n1
-    slots = torch.empty(n + count * run.block_rows, dtype=vec.dtype, device=vec.device)
-    slots[:n] = vector
-    ticket = _await_from(slots, n, run.claim)
+    slots = _slots_from(vector, n + count * run.block_rows)
+    ticket = _fresh_ticket(vec.device, run.claim)
     rv = run.record_values
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
