@@ -138,6 +138,13 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   0.395 / 0.390 / 0.638 → 0.338 / 0.328 / 0.545, 2D 1.057 / 1.043 / 2.013 → 0.993 / 0.969 / 1.875.
   The records of the power-law graph, whose hubs are longer than a record, are not folded.
 
+  A software pipeline and fewer programs for long rows (2026-11-27). Where the blocks hold 8
+  rows (looks_early: the 3D grid) a striding program reads its next blocks' records and entries
+  before its block waits (_pipelined): 3D 0.295 / 0.281 / 0.447 → 0.274 / 0.259 / 0.421 ms under
+  the sparse-fusion schedule. Where records hold more than CHUNK slots (the 27-point grid) 8
+  programs an SM run instead of 16 (dataflow_programs): 0.349 → 0.328 ms (sptrsv_spmv). The
+  measurements are in those functions' docstrings.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
