@@ -484,7 +484,9 @@ def dataflow_programs(tables) -> int:
     0.330 / 0.328 / 0.325, 0.602 / 0.584 / 0.578 / 0.568; 2D grid (8 slots) 1.029 / 1.036 / 1.045
     / 1.066, 1.021 / 1.028 / 1.039 / 1.055, 1.997 / 2.000 / 2.016 / 2.033; 3D grid (8 slots)
     0.274 / 0.279 / 0.293 / 0.316, 0.258 / 0.275 / 0.290 / 0.312, 0.419 / 0.414 / 0.419 / 0.440.
-    Fewer than 8 not measured then. Earlier, with striding programs (2026-11-27,
+    Later the same evening (same data), 8 / 6 / 4 on the 27-point grid: 0.332 / 0.346 / 0.379,
+    0.326 / 0.338 / 0.372, 0.571 / 0.559 / 0.559 — the two solves 2 % faster below 8, the other
+    pairs slower. Earlier, with striding programs (2026-11-27,
     float64, package CLI, figures/data/stride_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv,
     wavefront schedule: power-law graph 0.507 / 0.496 / 1.110 ms at 24 against 0.615 / 0.597 /
     1.195 at 16; in the probe before it (stride_probe_*) the grids were mixed at 24 (3D 0.340 /
