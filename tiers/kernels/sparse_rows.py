@@ -144,13 +144,20 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
     each value is its own ready flag, and one round trip brings everything a row waits for.
     Volatile loads go to L2 every time, where the writer's store lands."""
     if AWAIT:
-        x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
-        rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
+        x, rhs = vec_look(VEC, px, m, rhs_at, mr)
         x, rhs = vec_await(VEC, x, px, m, rhs, rhs_at, mr, N_IN, SENT, NAP, PENDING)
     else:
         x = tl.load(VEC + px, mask=m, other=0.0, cache_modifier=".cg")
         rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, cache_modifier=".cg")
     return x, rhs
+
+
+@triton.jit
+def vec_look(VEC, px, m, rhs_at, mr):
+    """VEC[px] over m and VEC[rhs_at] over mr read once, through L2 (volatile), without waiting:
+    what still holds the sentinel is for vec_await to poll."""
+    return (tl.load(VEC + px, mask=m, other=0.0, volatile=True),
+            tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True))
 
 
 @triton.jit

@@ -221,7 +221,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_await,
-                                       vec_loads)
+                                       vec_loads, vec_look)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -415,7 +415,13 @@ def dataflow_shape(schedule, mats, tables) -> tuple:
     (WIDE_TRIP_DIV)."""
     depth = _depth(schedule, mats)
     busy = int(tables.ent_ptr[-1]) >= BUSY_ENTRIES * depth
-    return (8 if _wide(schedule, mats) and tables.longest <= CHUNK else 4), (2 if busy else 0)
+    return (8 if _eight_rows(schedule, mats, tables) else 4), (2 if busy else 0)
+
+
+def _eight_rows(schedule, mats, tables) -> bool:
+    """dataflow_shape's blocks of 8: the joint DAG's levels hold at least WIDE_LEVELS iterations on
+    average and no row is longer than CHUNK (the rule looks_early follows too)."""
+    return _wide(schedule, mats) and tables.longest <= CHUNK
 
 
 def _depth(schedule, mats) -> int:
@@ -467,7 +473,7 @@ def looks_early(schedule, mats, tables) -> bool:
       sparse-fusion schedule, 3D grid (figures/data/early_look2_ab_*): as before 0.295 / 0.281 /
         0.447, "1" 0.274 / 0.263 / 0.435, this pipeline 0.274 / 0.259 / 0.421, and it at 24
         programs an SM 0.313 / 0.265 / 0.466."""
-    return EARLY_LOOK and _wide(schedule, mats) and tables.longest <= CHUNK
+    return EARLY_LOOK and _eight_rows(schedule, mats, tables)
 
 
 def dataflow_programs(tables) -> int:
@@ -988,14 +994,6 @@ def _prefetch(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R: tl.co
 
 
 @triton.jit
-def _first_look(VEC, px, rhs_at):
-    """A block's vector entries and right-hand side read once, without waiting (vec_await polls
-    what still holds the sentinel)."""
-    return (tl.load(VEC + px, mask=px >= 0, other=0.0, volatile=True),
-            tl.load(VEC + rhs_at, mask=rhs_at >= 0, other=0.0, volatile=True))
-
-
-@triton.jit
 def _ask_l1(at):
     """PTX prefetch of the addresses `at` into L1."""
     tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
@@ -1064,7 +1062,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                 n2 = _ticket_later(TICKET, PTX)
             if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
                 _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
-            x, rhs = _first_look(VEC, px, rhs_at)
+            x, rhs = vec_look(VEC, px, px >= 0, rhs_at, rhs_at >= 0)
             _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
                     N_IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False)
             if STRIDE:
@@ -1099,7 +1097,7 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
     w = _width(WIDTH, t, N_BLK, TAIL, CHUNK)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                                                              R, CHUNK, TAIL, DIRECT, FOLD)
-    x, rhs = _first_look(VEC, px, rhs_at)
+    x, rhs = vec_look(VEC, px, px >= 0, rhs_at, rhs_at >= 0)
     wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK)
     wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK)
     wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK)
@@ -1137,7 +1135,7 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
         _prefetch(t + 3 * P, wc, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
     a1, rh1, s1, e1, sg1, d1, di1, ds1 = _record_rest(t + P, wa, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST, R,
                                                       CHUNK, TAIL, DIRECT, FOLD)
-    x1, rhs1 = _first_look(VEC, qa, rh1)
+    x1, rhs1 = vec_look(VEC, qa, qa >= 0, rh1, rh1 >= 0)
     _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
             R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST)
     return qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1
@@ -1149,7 +1147,7 @@ def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT
             PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
             PAST: tl.constexpr):
     """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
-    x and right-hand sides rhs read once (_first_look): the polls until none holds the sentinel,
+    x and right-hand sides rhs read once (vec_look): the polls until none holds the sentinel,
     the sums, the quotients and their stores."""
     x, rhs = vec_await(VEC, x, px, px >= 0, rhs, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
     r = rhs + tl.sum(a * x, 1)
