@@ -489,7 +489,8 @@ def test_dataflow_early_look(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_dataflow_slots_start_as_input_then_sentinel(dtype):
     """_slots_from: one kernel writes the input vector (also a strided one) and then the sentinel's
-    bit pattern in every output slot, past a multiple of its block too."""
+    bit pattern in every output slot, past a multiple of its block too; without the copy it
+    writes the sentinel only, and no input slot."""
     rng = np.random.default_rng(7)
     for n, total in ((5, 9), (3000, 7001)):
         full = _vector(rng.standard_normal(2 * n), dtype)
@@ -498,6 +499,46 @@ def test_dataflow_slots_start_as_input_then_sentinel(dtype):
         bits = torch.int64 if slots.dtype == torch.float64 else torch.int32
         assert slots.shape == (total,) and torch.equal(slots[:n], vector)
         assert bool((slots.view(bits)[n:] == t3.SENTINEL[slots.dtype]).all())
+        apart = t3._slots_from(vector, total, copy=False)
+        assert apart.shape == (total,) and bool((apart.view(bits)[n:] == t3.SENTINEL[slots.dtype]).all())
+        R = 4
+        awaited = torch.tensor(rng.integers(0, 2, -(-(total - n) // R)), dtype=torch.int8, device=DEVICE)
+        some = t3._slots_from(vector, total, awaited=awaited, R=R)
+        want = awaited.bool().repeat_interleave(R)[:total - n]
+        assert torch.equal(some[:n], vector)
+        assert bool((some.view(bits)[n:][want] == t3.SENTINEL[slots.dtype]).all())
+
+
+def test_dataflow_reads_input_apart(monkeypatch):
+    """reads_input_apart: where every entry a row reads is in its record, the kernel reads the
+    input from the caller's vector and the slots hold no copy of it — here NaN in its place, so
+    a read of the slots instead fails; where rows are longer than their records (tail_sum) the
+    input is copied as before. The slots of blocks whose outputs no row reads (`awaited` unset:
+    sptrsv_spmv's y) get no sentinel — here NaN, which a row reading one would take for a value.
+    Results are t0's, with and without the early look."""
+    original = t3._slots_from
+    seen = set()
+
+    def marked(vector, total, pdl=False, copy=True, awaited=None, R=1):
+        slots = original(vector, total, pdl, copy, awaited, R)
+        n = vector.shape[0]
+        if not copy:
+            slots[:n] = float("nan")
+        if awaited is not None:
+            slots[n:][~awaited.bool().repeat_interleave(R)] = float("nan")
+        seen.add((copy, awaited is None))
+        return slots
+
+    monkeypatch.setattr(t3, "_slots_from", marked)
+    matrices = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27), sm.powerlaw_laplacian(150, m=2, seed=3))
+    for early in (False, True):
+        monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: early)
+        for pair, mats, b, ref in _vector_pair_cases(matrices, 9, "apart"):
+            run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")
+            assert run.split == (not run.record_shape["TAIL"])
+            assert run.awaited is not None or pair != "sptrsv_spmv"     # y: read by no row
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow apart={run.split} {pair}")
+    assert {copy for copy, _ in seen} == {True, False} and (False, False) in seen
 
 
 def test_dataflow_block_widths():

@@ -156,8 +156,14 @@ def vec_loads(VEC, px, m, rhs_at, mr, N_IN, AWAIT: tl.constexpr, SENT: tl.conste
 def vec_look(VEC, px, m, rhs_at, mr):
     """VEC[px] over m and VEC[rhs_at] over mr read once, through L2 (volatile), without waiting:
     what still holds the sentinel is for vec_await to poll."""
-    return (tl.load(VEC + px, mask=m, other=0.0, volatile=True),
-            tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True))
+    return vec_look_at(VEC + px, m, VEC + rhs_at, mr)
+
+
+@triton.jit
+def vec_look_at(xp, m, rp, mr):
+    """vec_look from the addresses of the entries (xp) and right-hand sides (rp)."""
+    return (tl.load(xp, mask=m, other=0.0, volatile=True),
+            tl.load(rp, mask=mr, other=0.0, volatile=True))
 
 
 @triton.jit
@@ -168,14 +174,22 @@ def vec_await(VEC, x, px, m, rhs, rhs_at, mr, N_IN, SENT: tl.constexpr, NAP: tl.
     only the entries that still held the sentinel (an entry is written once, so what arrived
     stays) — fewer loads in flight for long rows, a few more instructions per poll for short
     ones (measured: polls_pending in t3's sparse_fusion)."""
+    return vec_await_at(x, VEC + px, px, m, rhs, VEC + rhs_at, rhs_at, mr, N_IN, SENT, NAP, PENDING)
+
+
+@triton.jit
+def vec_await_at(x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr,
+                 PENDING: tl.constexpr):
+    """vec_await from the entries' addresses xp and rp; their VEC positions px and rhs_at say
+    which may hold the sentinel (those past the N_IN inputs)."""
     if PENDING:
         wx = _waiting(x, px, m, N_IN, SENT)
         wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
         while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
             if NAP > 0:
                 nap(tl.full([], NAP, tl.int32))
-            x = tl.where(wx, tl.load(VEC + px, mask=wx, other=0.0, volatile=True), x)
-            rhs = tl.where(wr, tl.load(VEC + rhs_at, mask=wr, other=0.0, volatile=True), rhs)
+            x = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), x)
+            rhs = tl.where(wr, tl.load(rp, mask=wr, other=0.0, volatile=True), rhs)
             wx = _waiting(x, px, wx, N_IN, SENT)
             wr = _waiting(rhs, rhs_at, wr, N_IN, SENT)
     else:
@@ -183,8 +197,8 @@ def vec_await(VEC, x, px, m, rhs, rhs_at, mr, N_IN, SENT: tl.constexpr, NAP: tl.
         while busy != 0:
             if NAP > 0:
                 nap(tl.full([], NAP, tl.int32))
-            x = tl.load(VEC + px, mask=m, other=0.0, volatile=True)
-            rhs = tl.load(VEC + rhs_at, mask=mr, other=0.0, volatile=True)
+            x = tl.load(xp, mask=m, other=0.0, volatile=True)
+            rhs = tl.load(rp, mask=mr, other=0.0, volatile=True)
             busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
     return x, rhs
 

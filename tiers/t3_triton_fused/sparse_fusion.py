@@ -145,6 +145,23 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   programs an SM run instead of 16 (dataflow_programs): 0.349 → 0.328 ms (sptrsv_spmv). The
   measurements are in those functions' docstrings.
 
+  The call around the kernel (2026-11-27, _run_dataflow). A call is three kernels: the slots (the
+  sentinel where a row will wait), the dataflow kernel, and the gather of the results into row
+  order; on the 3D grid's sptrsv_spmv torch.profiler saw 14.4 + 230.8 + 16.0 µs of a 265 µs
+  span. Now the kernel reads the input from the caller's vector, not from a copy in the slots,
+  where every entry a row reads is in its record (reads_input_apart); the slots of blocks whose
+  outputs no row reads get no sentinel (sptrsv_spmv's y: `awaited`); and on Hopper the dataflow
+  kernel and the gather are programmatic dependent launches (PDL) that start while the kernel
+  before them ends. The slots kernel went from 14.4 to 5.5 µs. A/B in one call, 3 interleaved
+  rounds, every output checked first (figures/data/awaited_ab_*), sptrsv_spmv / spmv_sptrsv /
+  sptrsv_sptrsv, before → after: 3D 0.270 / 0.255 / 0.411 → 0.256 / 0.245 / 0.404 ms, 2D 1.025 /
+  1.013 / 1.985 → 1.018 / 1.012 / 1.984, 27-point 0.326 / 0.321 / 0.563 → 0.324 / 0.319 /
+  0.565, power-law 0.459 / 0.487 / 1.118 → 0.450 / 0.482 / 1.112. PDL alone (pdl_ab_*): 3D and
+  power-law about 1 % faster, 2D 0.2 % slower. Tried, not kept (gather_ab_*): programs that
+  gather the results themselves once their blocks are done, polling each output — 3D
+  sptrsv_spmv 0.271 against 0.266 ms, its kernel 251 µs against 232: the last levels leave too
+  few programs idle to hide the copy.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -215,13 +232,15 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
-                                       held_fetch, held_finish, held_solve, iterations, nap, tail_sum, vec_await,
-                                       vec_loads, vec_look)
+                                       held_fetch, held_finish, held_solve, iterations, nap, tail_sum,
+                                       vec_await_at, vec_look_at)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -1002,10 +1021,11 @@ def _ask_l1(at):
 
 @triton.jit
 def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
-              N_IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
+              N_IN, IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
-              FOLD: tl.constexpr, EARLY: tl.constexpr = False):
+              FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
+              SPLIT: tl.constexpr = False):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -1032,7 +1052,12 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     right-hand side is read as one more entry slot, with the others (_dataflow_plan). EARLY
     (striding, looks_early): the loop runs as a software pipeline (_pipelined): the next blocks'
     records and entries are read before this block waits, and what still held the sentinel is
-    polled when that block's turn comes (vec_await)."""
+    polled when that block's turn comes (vec_await). PDL (launched as a programmatic dependent
+    launch, _run_dataflow): the program starts while the kernel writing VEC's slots finishes,
+    reads what that kernel does not write, and waits for it (gdc_wait) before its first look at
+    VEC; after its last block it lets the kernel after it be launched. SPLIT (reads_input_apart):
+    VEC holds no copy of the input, whose entries (positions below N_IN) are read from IN, the
+    caller's vector (_at)."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
@@ -1042,14 +1067,18 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             w = tl.load(WIDTH + t)
             w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
     else:
+        if PDL:                     # the ticket counter's zero comes from a fill kernel, just before
+            gdc_wait()
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
         n1 = N_BLK
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     if EARLY and STRIDE:
         _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-                   R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD)
+                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT)
     else:
+        if PDL and STRIDE:
+            gdc_wait()
         while t < N_BLK:
             if STRIDE:
                 n2 = n1 + tl.num_programs(0)
@@ -1062,15 +1091,33 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                 n2 = _ticket_later(TICKET, PTX)
             if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
                 _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
-            x, rhs = vec_look(VEC, px, px >= 0, rhs_at, rhs_at >= 0)
+            x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
             _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
-                    N_IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False)
+                    N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False, SPLIT)
             if STRIDE:
                 t, n1, w, w1 = n1, n2, w1, w2
             elif LOOP and AHEAD > 0:
                 t, n1 = n1, tl.max(n2, 0)
             else:
                 t = _next_ticket(TICKET, N_BLK, LOOP)
+    if PDL:
+        gdc_launch_dependents()
+
+
+@triton.jit
+def _at(VEC, IN, p, N_IN, SPLIT: tl.constexpr):
+    """The address of VEC position p; with SPLIT an input position (below N_IN) is in IN instead."""
+    if SPLIT:
+        at = tl.where(p < N_IN, IN + p, VEC + p)
+    else:
+        at = VEC + p
+    return at
+
+
+@triton.jit
+def _look(VEC, IN, px, rhs_at, N_IN, SPLIT: tl.constexpr):
+    """vec_look at positions px and rhs_at (_at)."""
+    return vec_look_at(_at(VEC, IN, px, N_IN, SPLIT), px >= 0, _at(VEC, IN, rhs_at, N_IN, SPLIT), rhs_at >= 0)
 
 
 @triton.jit
@@ -1084,9 +1131,9 @@ def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr):
 
 @triton.jit
 def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-               R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
+               IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
                PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
-               TAIL: tl.constexpr, FOLD: tl.constexpr):
+               TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr):
     """_dataflow's striding loop as a software pipeline (EARLY, looks_early), block b of a program
     being followed by b + P: while block b waits, block b + P's record is loaded and its entries
     read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
@@ -1097,7 +1144,9 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
     w = _width(WIDTH, t, N_BLK, TAIL, CHUNK)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                                                              R, CHUNK, TAIL, DIRECT, FOLD)
-    x, rhs = vec_look(VEC, px, px >= 0, rhs_at, rhs_at >= 0)
+    if PDL:
+        gdc_wait()
+    x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
     wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK)
     wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK)
     wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK)
@@ -1106,14 +1155,14 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
         wd = _width(WIDTH, t + 4 * P, N_BLK, TAIL, CHUNK)
         qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
             t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
-            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, False)
+            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
+            TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT)
         we = _width(WIDTH, t + 5 * P, N_BLK, TAIL, CHUNK)
         p1 = qa
         qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
             t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
-            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, True)
+            END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
+            TRIP_DIV, DIRECT, TAIL, FOLD, True, SPLIT)
         px = qb
         wa, wb, wc = wc, wd, we
         t += 2 * P
@@ -1121,10 +1170,10 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
 
 @triton.jit
 def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START, END,
-          SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+          SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN,
           R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
           PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
-          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr):
+          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr, SPLIT: tl.constexpr):
     """Half of _pipelined's loop: block t (with PAST it may lie past the last) is finished from its
     record and its entries' first look, after the loads of what comes next are issued — the
     positions of block t + 2P, the rest of block t + P's record (whose positions qa are loaded)
@@ -1135,23 +1184,25 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
         _prefetch(t + 3 * P, wc, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
     a1, rh1, s1, e1, sg1, d1, di1, ds1 = _record_rest(t + P, wa, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST, R,
                                                       CHUNK, TAIL, DIRECT, FOLD)
-    x1, rhs1 = vec_look(VEC, qa, qa >= 0, rh1, rh1 >= 0)
+    x1, rhs1 = _look(VEC, IN, qa, rh1, N_IN, SPLIT)
     _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-            R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST)
+            IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST, SPLIT)
     return qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1
 
 
 @triton.jit
 def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-            R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
+            IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
             PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
-            PAST: tl.constexpr):
+            PAST: tl.constexpr, SPLIT: tl.constexpr):
     """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
     x and right-hand sides rhs read once (vec_look): the polls until none holds the sentinel,
     the sums, the quotients and their stores."""
-    x, rhs = vec_await(VEC, x, px, px >= 0, rhs, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
+    x, rhs = vec_await_at(x, _at(VEC, IN, px, N_IN, SPLIT), px, px >= 0, rhs, _at(VEC, IN, rhs_at, N_IN, SPLIT),
+                          rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
     r = rhs + tl.sum(a * x, 1)
     if TAIL:
+        tl.static_assert(not SPLIT, "tail_sum reads the input from VEC")
         ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
         r += sign * tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True, SENT, NAP,
                              WIDE, PENDING, TRIP_DIV)
@@ -1202,7 +1253,7 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
 
 
-def _launch_claimed(kernel, run, count, args, meta):
+def _launch_claimed(kernel, run, count, args, meta, pdl=False):
     """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what every sync-free
     kernel takes from it: LOOP (persistent programs), NAP (the sleep between polls; none in the
     interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
@@ -1211,7 +1262,8 @@ def _launch_claimed(kernel, run, count, args, meta):
     stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
     fails rather than leave one out), and asks for no more programs per SM than the compiled
     kernel lets an SM hold (resident_per_sm, found once per Prepared). The interpreter runs
-    programs one after another, so there a single striding program takes every block."""
+    programs one after another, so there a single striding program takes every block. pdl: a
+    programmatic dependent launch (the kernel waits for the one before it with gdc_wait)."""
     stride = run.claim == "stride"
     meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
     if run.executor in STRIDING:
@@ -1220,6 +1272,8 @@ def _launch_claimed(kernel, run, count, args, meta):
         kernel[(1,)](*args, **meta)
         return
     launch = {"launch_cooperative_grid": True} if stride else {}
+    if pdl:
+        launch["launch_pdl"] = True
     per_sm = run.programs_per_sm
     if stride:
         if run.resident is None:
@@ -1246,23 +1300,58 @@ def _fresh_ticket(device, claim):
 
 
 @triton.jit
-def _input_then_sentinel(OUT, IN, N_IN, TOTAL, SENT: tl.constexpr, BLOCK: tl.constexpr):
-    """OUT[i] = IN[i] below N_IN and the sentinel past it, up to TOTAL (both as bit patterns)."""
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=i < TOTAL)
+def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexpr, R: tl.constexpr,
+                         SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    """OUT[i] = IN[i] below N_IN and the sentinel past it, for FIRST ≤ i < TOTAL (both as bit
+    patterns); with SOME only in the output slots of the blocks of R whose AWAITED flag is set
+    (slot N_IN + t·R + j is block t's). PDL: the dataflow kernel after it may be launched at once
+    (it waits for this one's stores)."""
+    if PDL:
+        gdc_launch_dependents()
+    i = FIRST + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = i < TOTAL
+    if SOME:
+        out = i >= N_IN
+        keep &= ~out | (tl.load(AWAITED + (i - N_IN) // R, mask=keep & out, other=0) != 0)
+    tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=keep)
 
 
-def _slots_from(vector, total):
-    """The dataflow executor's VEC for one call: the input, then the sentinel in every output
-    slot, written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on the 3D grid:
-    figures/data/prof_early_*)."""
+def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1):
+    """The dataflow executor's VEC for one call: the input (with copy; else its n entries are left
+    unwritten, the kernel reading the caller's vector instead: reads_input_apart), then the
+    sentinel in every output slot, or with `awaited` (per block of R slots) only in those of the
+    blocks some row reads — written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on
+    the 3D grid: figures/data/prof_early_*)."""
     bits = torch.int64 if vector.dtype == torch.float64 else torch.int32
-    slots = torch.empty(total, dtype=vector.dtype, device=vector.device)
+    slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
+    n = vector.shape[0]                                    # a slot read but never reset then fails it
+    first = 0 if copy else n
     BLOCK = 2048
-    _input_then_sentinel[(triton.cdiv(total, BLOCK),)](slots.view(bits), vector.contiguous().view(bits),
-                                                      vector.shape[0], total, SENT=SENTINEL[vector.dtype],
-                                                      BLOCK=BLOCK, num_warps=4)
+    if total > first:
+        _input_then_sentinel[(triton.cdiv(total - first, BLOCK),)](
+            slots.view(bits), vector.contiguous().view(bits), n, first, total,
+            slots if awaited is None else awaited, SENT=SENTINEL[vector.dtype], R=R, SOME=awaited is not None,
+            BLOCK=BLOCK, PDL=pdl, num_warps=4)
     return slots
+
+
+@triton.jit
+def _gather_back(OUT, SLOTS, BACK, N, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    """OUT[i] = SLOTS[BACK[i]]: the results from the slot layout into row order. PDL: launched
+    while the dataflow kernel ends; its indices are read before waiting for it (gdc_wait)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    at = tl.load(BACK + i, mask=i < N, other=0)
+    if PDL:
+        gdc_wait()
+    tl.store(OUT + i, tl.load(SLOTS + at, mask=i < N), mask=i < N)
+
+
+def _back(out, slots, back, pdl):
+    """out = slots[back] (_gather_back), as a dependent launch with pdl."""
+    BLOCK = 1024
+    launch = {"launch_pdl": True} if pdl else {}
+    _gather_back[(triton.cdiv(out.shape[0], BLOCK),)](out, slots, back, out.shape[0], BLOCK=BLOCK, PDL=pdl,
+                                                      num_warps=4, **launch)
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
@@ -1348,7 +1437,8 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     the launch (`back`). Each block also has its width, the entry slots its rows use, past which
     a striding program reads nothing (_records, _prefetch): a level's blocks mostly hold rows of
     one kernel, so on the 3D grid the sptrsv_spmv blocks use 10.0M of the 16.0M slots, on the
-    2D grid 7.0M of 16.0M. With `fold` (folds_rhs) a lane's right-hand side takes the slot after
+    2D grid 7.0M of 16.0M. `awaited`: whether some row reads block t's outputs; the slots of the
+    others need no sentinel (_slots_from): sptrsv_spmv's y is read by no row. With `fold` (folds_rhs) a lane's right-hand side takes the slot after
     its entries, of value index −2 (coefficient 1), and the lane has none of its own. The values go
     in per call of `prepare` (_dataflow_values); this part depends on the pattern only."""
     C = record_chunk(tables)
@@ -1374,7 +1464,12 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
         px[own, at], pv[own, at], m[own, at] = lane["rhs"][own], -2, True
         lane["rhs"][own] = -1
     width = m.sum(1).reshape(B, R).max(1, initial=0)
+    read = np.zeros(tables.vec_len, dtype=bool)             # VEC positions some row reads
+    read[tables.ent_aux] = True
+    read[tables.rhs[tables.rhs >= 0]] = True
+    awaited = (lane["dst"] >= 0) & read[np.maximum(lane["dst"], 0)]
     host = {k: v.astype(np.int32) for k, v in lane.items()}
+    host["awaited"] = awaited.reshape(B, R).any(1).astype(np.int8)
     host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
                 ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
     return B, rows.to_device(host, device)
@@ -1395,27 +1490,65 @@ def _dataflow_values(plan, values):
 
 
 def _run_dataflow(run, val, vec, vector):
-    """One call: the input vector into the slot layout, the launch, and the outputs in row order
-    in VEC: stored there by the kernel (run.direct, writes_row_order) or gathered from the slots
-    after it. The kernel's shape (record slots, wide trips, pending polls) was derived from the
+    """One call: the slots (the sentinel where a row waits, and the input unless the kernel reads
+    it from the caller's vector: run.split, reads_input_apart; only in the blocks some row reads
+    where not all are: run.awaited), the launch, and the outputs in row order in VEC: stored
+    there by the kernel (run.direct, writes_row_order) or gathered from the slots after it
+    (_gather_back). On a GPU that has them (PDL) the second and third kernels are programmatic
+    dependent launches: each starts while the one before ends and waits for its stores inside
+    (gdc_wait). The kernel's shape (record slots, wide trips, pending polls) was derived from the
     pattern once, in Prepared (record_shape)."""
     count, sdev = run.plan
     if count == 0:
         return
     n = run.tables.n1
-    slots = _slots_from(vector, n + count * run.block_rows)
+    pdl = uses_pdl(vec.device)
+    split = run.split
+    vector = vector.contiguous()
+    slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=not split, awaited=run.awaited,
+                        R=run.block_rows)
     ticket = _fresh_ticket(vec.device, run.claim)
     rv = run.record_values
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
                      rv["sign"], rv["d"], rv["dinv"], sdev["dst"], run.dev["ent_val"], sdev["ent_vec"], val, slots,
-                     vec, n),
+                     vec, n, vector),
                     dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
                          AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                         num_warps=run.num_warps, DIRECT=run.direct, EARLY=run.early,
-                         **run.record_shape))
+                         num_warps=run.num_warps, DIRECT=run.direct, EARLY=run.early, PDL=pdl, SPLIT=split,
+                         **run.record_shape), pdl=pdl)
     if not run.direct:
-        torch.index_select(slots, 0, sdev["back"], out=vec[n:])
+        _back(vec[n:], slots, sdev["back"], pdl)
+
+
+AWAITED_ONLY = True
+"""Whether a call puts the sentinel only in the slots some row reads (_slots_from's `awaited`)."""
+
+INPUT_APART = True
+"""Whether the dataflow kernel may read the input from the caller's vector (reads_input_apart)."""
+
+
+def reads_input_apart(tables) -> bool:
+    """Whether the dataflow kernel reads the input entries from the caller's vector instead of a
+    copy in its slots (_dataflow's SPLIT), which leaves the slots kernel only the sentinel to
+    write: where every entry a row reads is in its record (no TAIL; tail_sum reads VEC)."""
+    return INPUT_APART and not record_shape(tables)["TAIL"]
+
+
+PDL = True
+"""Whether the dataflow executor launches its kernel and the gather back as programmatic
+dependent launches where the GPU has them (uses_pdl)."""
+
+
+def uses_pdl(device) -> bool:
+    """PDL on a CUDA device of compute capability 9.0 or later (Hopper; the interpreter has no
+    launches to overlap)."""
+    return PDL and device.type == "cuda" and not interpreting() and _capability(device) >= (9, 0)
+
+
+@functools.lru_cache(maxsize=8)
+def _capability(device):
+    return torch.cuda.get_device_capability(device)
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
@@ -1694,6 +1827,9 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
+            self.split = reads_input_apart(self.tables)
+            aw = self.plan[1]["awaited"]           # None: every block's outputs are read (_slots_from)
+            self.awaited = aw if AWAITED_ONLY and not bool(aw.all()) else None
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
