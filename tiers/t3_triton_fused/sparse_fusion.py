@@ -84,7 +84,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   and reset by a small kernel that also puts the outputs in row order, so that a call neither
   fills the slots with the sentinel nor copies its input twice — within 1 % either way
   (figures/data/unslot_ab_*), not worth state that must survive interrupted calls; the input is
-  now copied once, straight into the slot layout (_run_dataflow).
+  now copied once, straight into the slot layout (_run_dataflow), or not at all where the records
+  hold every entry (reads_input_apart, below).
 
   Compact records (2026-11-27; record_shape's TAIL, the blocks' widths). On the H100 (float64,
   wavefront schedule, figures/data/records_floor_*) the 3D grid's sptrsv_spmv took 0.333 ms,
@@ -1438,9 +1439,10 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     a striding program reads nothing (_records, _prefetch): a level's blocks mostly hold rows of
     one kernel, so on the 3D grid the sptrsv_spmv blocks use 10.0M of the 16.0M slots, on the
     2D grid 7.0M of 16.0M. `awaited`: whether some row reads block t's outputs; the slots of the
-    others need no sentinel (_slots_from): sptrsv_spmv's y is read by no row. With `fold` (folds_rhs) a lane's right-hand side takes the slot after
-    its entries, of value index −2 (coefficient 1), and the lane has none of its own. The values go
-    in per call of `prepare` (_dataflow_values); this part depends on the pattern only."""
+    others need no sentinel (_slots_from): sptrsv_spmv's y is read by no row. With `fold`
+    (folds_rhs) a lane's right-hand side takes the slot after its entries, of value index −2
+    (coefficient 1), and the lane has none of its own. The values go in per call of `prepare`
+    (_dataflow_values); this part depends on the pattern only."""
     C = record_chunk(tables)
     blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
