@@ -541,6 +541,39 @@ def test_dataflow_reads_input_apart(monkeypatch):
     assert {copy for copy, _ in seen} == {True, False} and (False, False) in seen
 
 
+def test_dataflow_long_rows_in_ready_order():
+    """in_ready_order: a row longer than its record (read trip by trip by tail_sum) reads its
+    entries in the order of their slots — the input first, then the outputs by ticket — and they
+    are still its own entries, each with its own value; the results are t0's. The upper solve's
+    hub rows ascend in column in CSR order, which a backward solve writes last first, so without
+    the reordering the order check fails. HUBS_ALONE: a row of the wide stage (more than 4
+    record chunks) has a block of its own, its other lanes empty."""
+    hub = sm.powerlaw_laplacian(300, m=2, seed=3)     # its upper hub rows too are longer than a record
+    reordered = 0
+    for pair, mats, b, ref in _vector_pair_cases((hub,), 5, "ready"):
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")
+        assert run.record_shape["TAIL"]
+        count, dev = run.plan
+        C, tables = run.record_shape["CHUNK"], run.tables
+        px, pv = dev["px"].view(-1, C).cpu().numpy(), dev["pv"].view(-1, C).cpu().numpy()
+        ent_vec, ent_val = dev["ent_vec"].cpu().numpy(), dev.get("ent_val", run.dev["ent_val"]).cpu().numpy()
+        start, end = dev["start"].cpu().numpy(), dev["end"].cpu().numpy()
+        dst = dev["dst"].cpu().numpy().reshape(count, run.block_rows)
+        hubs = np.flatnonzero(end - start > 4 * C)
+        assert len(hubs) and ((dst[hubs // run.block_rows] >= 0).sum(1) == 1).all(), f"{pair}: a hub shares its block"
+        slot_of = np.r_[np.arange(tables.n1), dev["back"].cpu().numpy()]      # VEC position → slot
+        for lane in np.flatnonzero(end - start > C):
+            s, e = start[lane], end[lane]
+            read = np.r_[px[lane], ent_vec[s + C:e]]
+            vals = np.r_[pv[lane], ent_val[s + C:e]]
+            assert (np.diff(read) >= 0).all(), f"{pair}: lane {lane} reads its entries out of slot order"
+            own = sorted(zip(slot_of[tables.ent_aux[s:e]], tables.ent_val[s:e]))
+            assert sorted(zip(read, vals)) == own, f"{pair}: lane {lane} reads entries not its own"
+            reordered += int((np.diff(slot_of[tables.ent_aux[s:e]]) < 0).any())
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow ready order {pair}")
+    assert reordered > 0        # some row's CSR order was not its slot order
+
+
 def test_dataflow_block_widths():
     """A block's width is the most entry slots one of its rows uses, and a striding program reads no
     slot past it: with the padding past every width made to read an input entry, striding programs

@@ -163,6 +163,16 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   sptrsv_spmv 0.271 against 0.266 ms, its kernel 251 µs against 232: the last levels leave too
   few programs idle to hide the copy.
 
+  Hub rows (2026-11-28). A power-law hub's row is read trip by trip (tail_sum), each trip waiting
+  for its own entries. In CSR order the upper solve's hub rows read first what a backward solve
+  writes last, so every later trip ran after that wait; now a long row's entries go in the order
+  they are written (in_ready_order). And a hub's block used to hold R − 1 other rows, whose
+  results waited for the hub's trips; now a hub has a block of its own (HUBS_ALONE), and 32
+  programs an SM run where hubs are (dataflow_programs). On the H100 (float64, sparse-fusion
+  schedule, 3 interleaved rounds, figures/data/ready_ab_*, hubs_ab_*, hubs_ab2_*) the power-law
+  sptrsv_sptrsv went from 1.121 to 0.488 ms, sptrsv_spmv from 0.441 to 0.405, spmv_sptrsv from
+  0.486 to 0.416.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -283,7 +293,7 @@ RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (r
 WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which blocks hold 8 (dataflow_shape)
 BUSY_ENTRIES = 5000      # dataflow: entries per joint-DAG level from which tickets are held ahead (dataflow_shape)
 PROGRAMS_PER_SM = 16     # dataflow, chains, segments: persistent programs per SM, 0 = one per block (docstring)
-WIDE_PROGRAMS_PER_SM = 24  # dataflow: persistent programs per SM where rows take the wide stage (dataflow_programs)
+WIDE_PROGRAMS_PER_SM = 32  # dataflow: persistent programs per SM where rows take the wide stage (dataflow_programs)
 LONG_PROGRAMS_PER_SM = 8   # dataflow: persistent programs per SM where records hold more than CHUNK slots (same)
 WIDE_TRIP_DIV = 2
 """dataflow: tail_sum's wide trips over a row of more than 4·CHUNK entries take 32·CHUNK /
@@ -518,7 +528,10 @@ def dataflow_programs(tables) -> int:
     1.195 at 16; in the probe before it (stride_probe_*) the grids were mixed at 24 (3D 0.340 /
     0.312 / 0.523 against 0.341 / 0.329 / 0.503, 27-point 0.458 / 0.445 / 0.722 against 0.429 /
     0.423 / 0.694, 2D within 1 %). With the ticket counter 24 had been no faster (dataflow_shape):
-    the counter's atomics, one per block, were the floor then (CLAIMS)."""
+    the counter's atomics, one per block, were the floor then (CLAIMS). Since hubs run in blocks
+    of their own (HUBS_ALONE, 2026-11-28) the power-law graph is faster at 32 than at 24 (0.488 /
+    0.405 / 0.416 against 0.500 / 0.438 / 0.447 ms in the order above, sparse-fusion schedule); the
+    launch asks for no more than an SM holds (resident_per_sm: 28 of this kernel on the H100)."""
     shape = record_shape(tables)
     if shape["WIDE"]:
         return WIDE_PROGRAMS_PER_SM
@@ -811,7 +824,7 @@ def _ticket_graph(schedule, mats, merged=False):
     return schedule.cached(("ticket_graph", merged), build)
 
 
-def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False):
+def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
     dep_blk[dep_ptr[t]:dep_ptr[t+1]]. With fuse_rows, an iteration i with fused_rows(...)[i] ≥ 0
@@ -831,7 +844,8 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     tickets="schedule": sorted by (schedule level, step within the partition, partition), each
     (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
     inside its partitions. Either way the iterations of a block are independent of each other
-    and every dependence lies in an earlier block."""
+    and every dependence lies in an earlier block. `alone` (a mask over the iterations): each
+    of these gets a block of its own."""
     n = schedule.n1 + schedule.n2
     pos = np.empty(n, dtype=np.int64)
     pos[schedule.order] = np.arange(n)
@@ -857,6 +871,10 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     g = group[seq]
     start = np.ones(m, dtype=bool)
     start[1:] = g[1:] != g[:-1]
+    if alone is not None:
+        single = alone[seq]
+        start |= single
+        start[1:] |= single[:-1]
     run_start = np.maximum.accumulate(np.where(start, np.arange(m), 0))
     start |= (np.arange(m) - run_start) % R == 0            # a new block every R within a group
     blk_ptr = np.append(np.flatnonzero(start), m).astype(np.int64)
@@ -1445,10 +1463,14 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     sptrsv_spmv's y): whether some row reads block t's outputs; the slots of the others need no
     sentinel (_slots_from). With `fold`
     (folds_rhs) a lane's right-hand side takes the slot after its entries, of value index −2
-    (coefficient 1), and the lane has none of its own. The values go in per call of `prepare`
-    (_dataflow_values); this part depends on the pattern only."""
+    (coefficient 1), and the lane has none of its own. A row longer than its record reads its
+    entries in the order they are written (in_ready_order; the plan then holds its own `ent_val`),
+    and a row of the wide stage has a block of its own (HUBS_ALONE). The values go in per call of
+    `prepare` (_dataflow_values); this part depends on the pattern only."""
     C = record_chunk(tables)
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets)[:2]
+    lens = np.diff(tables.ent_ptr)
+    alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
+    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone)[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
@@ -1460,10 +1482,14 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
                    ("start", tables.ent_ptr[:-1]), ("end", tables.ent_ptr[1:]), ("dst", tables.dst)):
         lane[k][slot] = col[seq]
     lane["rhs"] = np.where(lane["rhs"] >= 0, where[np.maximum(lane["rhs"], 0)], -1)
+    ent_aux, ent_val = tables.ent_aux, tables.ent_val
+    if READY_ORDER and tables.longest > C:
+        order = in_ready_order(tables, where, C)
+        ent_aux, ent_val = ent_aux[order], ent_val[order]
     e = lane["start"][:, None] + np.arange(C)[None, :]
     m = e < lane["end"][:, None]
     px, pv = np.full((S, C), -1, dtype=np.int64), np.full((S, C), -1, dtype=np.int64)
-    px[m], pv[m] = where[tables.ent_aux[e[m]]], tables.ent_val[e[m]]
+    px[m], pv[m] = where[ent_aux[e[m]]], ent_val[e[m]]
     if fold:
         own = np.flatnonzero(lane["rhs"] >= 0)
         at = m[own].sum(1)
@@ -1478,8 +1504,48 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     if not awaited.all():
         host["awaited"] = awaited.astype(np.int8)
     host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
-                ent_vec=where[tables.ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
+                ent_vec=where[ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
+    if ent_val is not tables.ent_val:
+        host["ent_val"] = ent_val.astype(np.int32)
     return B, rows.to_device(host, device)
+
+
+HUBS_ALONE = True
+"""Whether the dataflow plan gives every row of tail_sum's wide stage (more than 4 record chunks:
+a power-law hub) a block of its own (ticket_blocks' `alone`). The wide stage takes a block's long
+rows one after another, across the whole warp, and the block stores its results together, so the
+R − 1 rows beside a hub waited for all of its trips, and what read them waited too; alone, a hub
+delays nobody. Measured on the H100 (2026-11-28, power-law graph, float64, sparse-fusion schedule,
+entries in ready order, 3 interleaved rounds, figures/data/hubs_ab_*, hubs_ab2_*), apart → alone
+at 24 programs an SM: sptrsv_sptrsv 0.722 → 0.500 ms, sptrsv_spmv 0.442 → 0.438, spmv_sptrsv 0.486
+→ 0.447; alone at 32 (WIDE_PROGRAMS_PER_SM; the kernel's registers let 28 run): 0.488 / 0.405 /
+0.416. Alone at 16 an SM: 0.585 / 0.547; with wide trips of 256 entries (WIDE_TRIP_DIV 1): 0.599
+/ 0.562."""
+
+READY_ORDER = True
+"""Whether the dataflow plan puts the entries of rows longer than their records in the order they
+are written (in_ready_order)."""
+
+
+def in_ready_order(tables, where, chunk):
+    """A permutation of the entries that puts those of every row longer than `chunk` (read by
+    tail_sum, trip after trip, each waiting until its own entries stop holding the sentinel) in
+    the order of the slots they read (`where`: the input first, then the outputs by ticket), so
+    in about the order they are written; shorter rows keep theirs. In CSR order a trip may wait
+    for an entry written late while the trips after it hold entries long written, and each of
+    those trips then costs its round trips after the wait instead of during it. The hubs of the
+    upper solve are the case: row i's entries ascend in j, and a backward solve writes x_j last
+    for the smallest j. On the power-law graph's sptrsv_sptrsv a model in which a trip costs one
+    step once its latest entry is written puts the critical path at 410 steps in CSR order and 98
+    in this one (the joint DAG has 110 levels). Measured on the H100 (2026-11-28, float64,
+    sparse-fusion schedule, 3 interleaved rounds, every output checked first,
+    figures/data/ready_ab_*): power-law sptrsv_sptrsv 1.121 → 0.710 ms; sptrsv_spmv and
+    spmv_sptrsv, whose long rows are SpMV rows read after the solve, within 0.3 % (0.441 → 0.442,
+    0.487 → 0.488). The grids' rows fit in their records, which a lane reads at once."""
+    lens = np.diff(tables.ent_ptr)
+    row = np.repeat(np.arange(len(lens)), lens)
+    key = np.where((lens > chunk)[row], where[tables.ent_aux], np.arange(len(row)))
+    return np.lexsort((key, row))
 
 
 def _dataflow_values(plan, values):
@@ -1516,9 +1582,10 @@ def _run_dataflow(run, val, vec, vector):
                         R=run.block_rows)
     ticket = _fresh_ticket(vec.device, run.claim)
     rv = run.record_values
+    ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
     _launch_claimed(_dataflow, run, count,
                     (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
-                     rv["sign"], rv["d"], rv["dinv"], sdev["dst"], run.dev["ent_val"], sdev["ent_vec"], val, slots,
+                     rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
                      vec, n, vector),
                     dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
                          AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
@@ -1829,7 +1896,8 @@ class Prepared:
                                                               chain_steps, device))
         elif executor == "dataflow":
             self.record_shape = shape = record_shape(self.tables)
-            key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], str(device))
+            key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
+                   str(device))
             self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
                                                                     block_rows, tickets, device, shape["FOLD"]))
             self.record_values = _dataflow_values(self.plan, self.values)
