@@ -765,16 +765,20 @@ def test_segments_follow_a_stencil_row():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
        pair=st.sampled_from(PAIRS), kind=st.sampled_from(fs.KINDS), workers=st.integers(1, 9),
-       R=st.sampled_from([1, 2, 3, 16, 32]), tickets=st.sampled_from(t3.TICKETS))
-def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair, kind, workers, R, tickets):
+       R=st.sampled_from([1, 2, 3, 16, 32]), tickets=st.sampled_from(t3.TICKETS),
+       lonely=st.sampled_from([0.0, 0.1, 0.5]))
+def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair, kind, workers, R, tickets,
+                                                          lonely):
     """Every iteration in exactly one block of at most R; for every dependence u → v, u's block
     has a lower ticket than v's (so not the same block: its lanes run at once, and a program
     only ever waits for programs that already hold a ticket); v's block lists u's among the
-    blocks it waits for, and lists nothing else."""
+    blocks it waits for, and lists nothing else. With `alone` (a random share `lonely` of the
+    iterations) each of those is a block by itself."""
     mats = operands(pair, matrix(gen, size, seed))
     s = fs.inspect(pair, *mats, kind=kind, workers=workers)
-    blk_ptr, seq, dep_ptr, dep_blk = t3.ticket_blocks(s, mats, R, tickets)
     n = s.n1 + s.n2
+    alone = np.random.default_rng(seed).random(n) < lonely if lonely else None
+    blk_ptr, seq, dep_ptr, dep_blk = t3.ticket_blocks(s, mats, R, tickets, alone=alone)
     assert sorted(seq.tolist()) == list(range(n))
     sizes = np.diff(blk_ptr)
     assert blk_ptr[0] == 0 and blk_ptr[-1] == n and sizes.min() >= 1 and sizes.max() <= R
@@ -787,7 +791,9 @@ def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair,
         want[b].add(a)
     got = [dep_blk[dep_ptr[t]:dep_ptr[t + 1]].tolist() for t in range(len(sizes))]
     assert [sorted(w) for w in want] == got
-    if tickets == "dag":     # blocks follow the joint DAG's wavefronts: no more of them than needed
+    if alone is not None:
+        assert (sizes[block_of[alone]] == 1).all()
+    elif tickets == "dag":     # blocks follow the joint DAG's wavefronts: no more of them than needed
         level = sd.wavefront_levels(sd.joint_dag(pair, *mats))
         assert len(sizes) == sum(-(-c // R) for c in np.bincount(level))
 
