@@ -168,10 +168,10 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   writes last, so every later trip ran after that wait; now a long row's entries go in the order
   they are written (in_ready_order). And a hub's block used to hold R − 1 other rows, whose
   results waited for the hub's trips; now a hub has a block of its own (HUBS_ALONE), and 32
-  programs an SM run where hubs are (dataflow_programs). On the H100 (float64, sparse-fusion
-  schedule, 3 interleaved rounds, figures/data/ready_ab_*, hubs_ab_*, hubs_ab2_*) the power-law
-  sptrsv_sptrsv went from 1.121 to 0.488 ms, sptrsv_spmv from 0.441 to 0.405, spmv_sptrsv from
-  0.486 to 0.416.
+  programs an SM are asked for where hubs are (dataflow_programs; 28 fit on the H100). On the
+  H100 (float64, sparse-fusion schedule, 3 interleaved rounds, figures/data/ready_ab_*,
+  hubs_ab_*, hubs_ab2_*) the power-law sptrsv_sptrsv went from 1.121 to 0.488 ms, sptrsv_spmv
+  from 0.441 to 0.405, spmv_sptrsv from 0.486 to 0.416.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -1539,9 +1539,10 @@ def in_ready_order(tables, where, chunk):
     step once its latest entry is written puts the critical path at 410 steps in CSR order and 98
     in this one (the joint DAG has 110 levels). Measured on the H100 (2026-11-28, float64,
     sparse-fusion schedule, 3 interleaved rounds, every output checked first,
-    figures/data/ready_ab_*): power-law sptrsv_sptrsv 1.121 → 0.710 ms; sptrsv_spmv and
-    spmv_sptrsv, whose long rows are SpMV rows read after the solve, within 0.3 % (0.441 → 0.442,
-    0.487 → 0.488). The grids' rows fit in their records, which a lane reads at once."""
+    figures/data/ready_ab_*): power-law sptrsv_sptrsv 1.121 → 0.710 ms; within 0.3 % the pairs
+    whose long rows are SpMV rows — sptrsv_spmv's start once all they read is written (tickets
+    "mid" start a heavy row at its earliest level), spmv_sptrsv's read only the input — 0.441 →
+    0.442 and 0.487 → 0.488. The grids' rows fit in their records, which a lane reads at once."""
     lens = np.diff(tables.ent_ptr)
     row = np.repeat(np.arange(len(lens)), lens)
     key = np.where((lens > chunk)[row], where[tables.ent_aux], np.arange(len(row)))
