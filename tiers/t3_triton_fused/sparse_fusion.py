@@ -61,117 +61,29 @@ of the flag executor (figures/data/sparse_fusion_*). Its tickets go by the middl
 iteration's earliest and latest level, long rows as early as they can (tickets="mid",
 TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
 
-  Records (_dataflow_plan, 2026-11-26). A block used to find its work through a chain of dependent
-  loads — ticket → block → iterations → their entries → positions and values — five round trips
-  before its first poll, paid by every block; on the 3D grid, whose levels are wide, that and not
-  the waits bounded the time. Now block t's tables are one record, laid out lane by lane in ticket
-  order: the first record_chunk entries' positions and signed values, the right-hand side, the
-  divisor and its reciprocal; one round trip reads it. Lane j writes output slot n + t·R + j, so a
-  block's results are one contiguous store; the results reach row order by a second store from
-  the kernel or a gather after it (writes_row_order). R,
-  and how far ahead a persistent program takes its tickets (tickets_ahead: on DAGs of many entries
-  a level the next ticket is held, and its record prefetched, while the block waits), come from
-  the pattern (dataflow_shape); where rows are longer than CHUNK a repeated poll reads only the
-  entries still pending (polls_pending). Measured on the H100 (float64, wavefront schedule,
-  package CLI; figures/data/records_*): sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, 2D 1.30 / 1.30
-  / 2.46 ms against 1.46 / 1.48 / 2.84 before, 3D 0.46 / 0.45 / 0.59 against 0.73 / 0.72 / 0.82,
-  27-point 0.58 / 0.57 / 0.94 against 0.61 / 0.58 / 1.40, power-law 0.86 / 0.68 / 1.83 against
-  1.19 / 0.95 / 2.09 (the old code's rows from earlier calls that day; on the 2D and 3D grids it
-  repeated within 1 % over three calls on three machine instances). Tried and not kept: stores in
-  row order, the address from the record (2D 1.42 / 1.42 / 2.72, 3D 0.51 / 0.48 / 0.77); 8 entry
-  slots on the 27-point grid, whose rows then waited twice (0.76 / 0.72 / 1.57); 32 slots on the
-  power-law graph, padding its short rows (1.65 / 1.48 / 2.91); a slot buffer kept between calls
-  and reset by a small kernel that also puts the outputs in row order, so that a call neither
-  fills the slots with the sentinel nor copies its input twice — within 1 % either way
-  (figures/data/unslot_ab_*), not worth state that must survive interrupted calls; the input is
-  now copied once, straight into the slot layout (_run_dataflow), or not at all where the records
-  hold every entry (reads_input_apart, below).
-
-  Compact records (2026-11-27; record_shape's TAIL, the blocks' widths). On the H100 (float64,
-  wavefront schedule, figures/data/records_floor_*) the 3D grid's sptrsv_spmv took 0.333 ms,
-  0.243 with its outputs already finite (no poll waits: what the programs' own work costs) and
-  0.450 with records of twice the entry slots; ncu saw 296 MB read from DRAM, nearly all records
-  (136 B a lane), 16 one-warp programs an SM, and a warp waiting on a load 7.3 of every 12.3
-  cycles. So a record now holds an entry range and a sign only where some row is longer than its
-  slots (TAIL; without it tail_sum is not compiled in), the row-order address is prefetched only
-  where the kernel stores there, and a striding program reads a block's entry slots only up to
-  the block's width (_dataflow_plan). A/B in 2 interleaved rounds, sptrsv_spmv / spmv_sptrsv /
-  sptrsv_sptrsv, before → after (figures/data/compact_records_ab_*): 2D 1.179 / 1.164 / 2.254 →
-  1.057 / 1.042 / 2.014 ms, 3D 0.332 / 0.321 / 0.492 → 0.321 / 0.307 / 0.458, 27-point 0.421 /
-  0.417 / 0.686 → 0.393 / 0.391 / 0.639. The latency-bound 2D grid gains most, so fewer
-  instructions a hop (the sm_90 kernel is 821 PTX lines against 1 163), not fewer bytes, is the
-  likely cause. Tried, not kept: the entries stored slot by slot with the lanes side by side, so
-  that a width cuts whole sectors — 27-point 0.678 / 0.640 / 0.862 ms, 3D even, 2D 1.105 / 1.092
-  / 2.113 (cause not profiled); and 32 programs an SM, which the smaller kernel fits — 3D
-  spmv_sptrsv 0.282 ms, every other pair slower (3D sptrsv_spmv 0.338, 2D 1.162 / 1.064 / 2.147).
-  The power-law graph, not in that A/B, had slowed down: re-taken with the package CLI it took
-  0.542 / 0.541 / 1.145 ms against 0.507 / 0.496 / 1.110 before, and an A/B in one call
-  (figures/data/compact_tail_ab_*, 2026-11-27) gave 0.493 / 0.496 / 1.092 ms before against 0.541
-  / 0.539 / 1.142 after. Where some row is longer than its record (TAIL) the programs now read
-  every slot again, without widths: sptrsv_spmv / spmv_sptrsv 0.492 / 0.485 ms, against 0.502 /
-  0.494 before compact records and 0.549 / 0.539 with widths (the same call). Why widths cost
-  there was not profiled (the kernel's registers: 72 without them, 64 with).
-
-  Where the grids' time goes (2026-11-27, H100, float64, wavefront, A/B probes, every output
-  checked; figures/data/thread_rows_ab_*, dataflow_knobs_ab_*, dataflow_knobs2_ab_*). With no poll
-  waiting (outputs already finite) the 3D grid's sptrsv_spmv call takes 0.244 ms of 0.318, so the
-  programs' own work bounds it; the 27-point grid's takes 0.136 of 0.393, so its 443 levels do, at
-  about 0.85 µs a hop against about 0.5 on the 2D grid. Tried, not kept (sptrsv_spmv /
-  spmv_sptrsv / sptrsv_sptrsv, ms): a row per thread — blocks of 32 rows, entries slot by slot,
-  each thread summing its own row, no reduction across threads — 3D 0.427 / 0.322 / 0.713 against
-  0.318 / 0.307 / 0.458, 2D 2.25 / 1.55 / 3.84 against 1.06 / 1.04 / 2.01, 27-point 0.98 / 1.02 /
-  1.38 against 0.39 / 0.39 / 0.64 (bigger blocks wait for more producers; at 24 programs an SM it
-  was slower still); the next record loaded into registers instead of prefetched into L1, 3D
-  0.322 / 0.319, 27-point 0.410 / 0.402 (the prefetch works: without it 3D 0.346 / 0.344); blocks
-  of 2 or 1 rows on the 27-point grid, of 4 on the 3D grid, all slower; 12 programs an SM on the
-  27-point grid (1–2 % faster) and 24 with 50 ns naps on the 3D grid (two pairs 4–5 % faster, the
-  solves 4 % slower), too small and mixed to change the defaults.
-
-  Folded right-hand sides (2026-11-27, folds_rhs). ncu's source-level sampling of the 3D grid's
-  sptrsv_spmv with no poll waiting (figures/data/src_ncu_*) put 23 % of the stall samples on the
-  wait for the gathered entries and 15 % on the wait for the right-hand side, which the compiler
-  issued only after the gather had returned: two round trips to L2 a block, one after the other.
-  Where every row's entries and right-hand side fit in its record, the right-hand side is now one
-  more entry slot, of coefficient 1: one gather, and no table, poll or prefetch of its own. A/B in
-  one call, 2 interleaved rounds, wavefront, every output checked first (figures/data/fold_ab_*),
-  sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv, apart → folded: 3D 0.318 / 0.307 / 0.458 → 0.302 /
-  0.285 / 0.440 ms (with no poll waiting 0.243 / 0.242 / 0.268 → 0.209 / 0.212 / 0.224), 27-point
-  0.395 / 0.390 / 0.638 → 0.338 / 0.328 / 0.545, 2D 1.057 / 1.043 / 2.013 → 0.993 / 0.969 / 1.875.
-  The records of the power-law graph, whose hubs are longer than a record, are not folded.
-
-  A software pipeline and fewer programs for long rows (2026-11-27). Where the blocks hold 8
-  rows (looks_early: the 3D grid) a striding program reads its next blocks' records and entries
-  before its block waits (_pipelined): 3D 0.295 / 0.281 / 0.447 → 0.274 / 0.259 / 0.421 ms under
-  the sparse-fusion schedule. Where records hold more than CHUNK slots (the 27-point grid) 8
-  programs an SM run instead of 16 (dataflow_programs): 0.349 → 0.328 ms (sptrsv_spmv). The
-  measurements are in those functions' docstrings.
-
-  The call around the kernel (2026-11-27, _run_dataflow). A call is three kernels: the slots (the
-  sentinel where a row will wait), the dataflow kernel, and the gather of the results into row
-  order; on the 3D grid's sptrsv_spmv torch.profiler saw 14.4 + 230.8 + 16.0 µs of a 265 µs
-  span. Now the kernel reads the input from the caller's vector, not from a copy in the slots,
-  where every entry a row reads is in its record (reads_input_apart); the slots of blocks whose
-  outputs no row reads get no sentinel (sptrsv_spmv's y: `awaited`); and on Hopper the dataflow
-  kernel and the gather are programmatic dependent launches (PDL) that start while the kernel
-  before them ends. The slots kernel went from 14.4 to 5.5 µs. A/B in one call, 3 interleaved
-  rounds, every output checked first (figures/data/awaited_ab_*), sptrsv_spmv / spmv_sptrsv /
-  sptrsv_sptrsv, before → after: 3D 0.270 / 0.255 / 0.411 → 0.256 / 0.245 / 0.404 ms, 2D 1.025 /
-  1.013 / 1.985 → 1.018 / 1.012 / 1.984, 27-point 0.326 / 0.321 / 0.563 → 0.324 / 0.319 /
-  0.565, power-law 0.459 / 0.487 / 1.118 → 0.450 / 0.482 / 1.112. PDL alone (pdl_ab_*): 3D and
-  power-law about 1 % faster, 2D 0.2 % slower. Tried, not kept (gather_ab_*): programs that
-  gather the results themselves once their blocks are done, polling each output — 3D
-  sptrsv_spmv 0.271 against 0.266 ms, its kernel 251 µs against 232: the last levels leave too
-  few programs idle to hide the copy.
-
-  Hub rows (2026-11-28). A power-law hub's row is read trip by trip (tail_sum), each trip waiting
-  for its own entries. In CSR order the upper solve's hub rows read first what a backward solve
-  writes last, so every later trip ran after that wait; now a long row's entries go in the order
-  they are written (in_ready_order). And a hub's block used to hold R − 1 other rows, whose
-  results waited for the hub's trips; now a hub has a block of its own (HUBS_ALONE), and 32
-  programs an SM are asked for where hubs are (dataflow_programs; 28 fit on the H100). On the
-  H100 (float64, sparse-fusion schedule, 3 interleaved rounds, figures/data/ready_ab_*,
-  hubs_ab_*, hubs_ab2_*) the power-law sptrsv_sptrsv went from 1.121 to 0.488 ms, sptrsv_spmv
-  from 0.441 to 0.405, spmv_sptrsv from 0.486 to 0.416.
+  How a dataflow call is laid out. Each idea below is one function; its docstring holds the
+  measurements that decided it, and the README's sparse-fusion items the history.
+  * Records (_dataflow_plan). Block t's tables are one record, read in one round trip instead of
+    the chain ticket → block → iterations → entries → positions and values: lane by lane, the
+    first record_chunk entries' positions and signed values, the right-hand side, the divisor and
+    its reciprocal (r·(1/d) plus one Markstein correction rounds as r/d). Rows longer than the
+    record keep an entry range and read the rest trip by trip (record_shape's TAIL, tail_sum);
+    otherwise a striding program reads a block's record only as wide as its longest row (WIDTH),
+    and the right-hand side rides in the entry slots (folds_rhs: one gather, not two).
+  * Slots. Lane j of block t writes VEC entry n + t·R + j, so a block's results are one
+    contiguous store; the results reach row order by a second store from the kernel or a gather
+    after it (writes_row_order). Only the slots some row reads get the sentinel, and the kernel
+    reads the input from the caller's vector where every entry is in a record
+    (reads_input_apart).
+  * Shape from the pattern. R and how far ahead a program holds its tickets (dataflow_shape), the
+    programs per SM (dataflow_programs), whether a program reads its next blocks' records and
+    entries before its block waits (looks_early, _pipelined), and repeated polls that read only the
+    entries still pending (polls_pending).
+  * Hub rows. A row of thousands of entries takes wide trips across the whole warp (tail_sum's
+    WIDE stage, WIDE_TRIP_DIV), reads its entries in the order they are written (in_ready_order)
+    and has a block of its own (HUBS_ALONE).
+  * Launches. A call is the slots kernel, this kernel and the gather; on Hopper the last two are
+    programmatic dependent launches (uses_pdl) that start while the kernel before them ends.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -1066,7 +978,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     block t's rows use (_records reads no more); a striding program knows its next blocks, so it
     asks for the width of the one after next while this block runs, and reads no padding, in the
     record or its prefetch; a program taking tickets reads every slot, and so does every program
-    where TAIL (measured: module docstring). TAIL: some row is longer than CHUNK, whose rest
+    where TAIL (measured: record_shape). TAIL: some row is longer than CHUNK, whose rest
     tail_sum reads; without it the record holds no entry range or sign. FOLD (record_shape): the
     right-hand side is read as one more entry slot, with the others (_dataflow_plan). EARLY
     (striding, looks_early): the loop runs as a software pipeline (_pipelined): the next blocks'
@@ -1432,7 +1344,11 @@ def record_shape(tables) -> dict:
     """The dataflow kernel's shape for a pattern, derived once (Prepared.record_shape): entry
     slots per lane (record_chunk), whether some row is longer (TAIL) and whether one takes the
     wide stage (WIDE), pending polls (polls_pending), the wide trips' divisor (WIDE_TRIP_DIV) and
-    whether the right-hand sides ride in the entry slots (FOLD, folds_rhs)."""
+    whether the right-hand sides ride in the entry slots (FOLD, folds_rhs). Where TAIL the
+    programs read every slot of a record, without the blocks' widths: on the power-law graph
+    (H100, 2026-11-27, figures/data/compact_tail_ab_*) widths made sptrsv_spmv / spmv_sptrsv
+    0.549 / 0.539 ms against 0.492 / 0.485 without (the kernel then took 64 registers a thread
+    against 72; why they cost was not profiled)."""
     chunk = record_chunk(tables)
     return {"CHUNK": chunk, "TAIL": tables.longest > chunk, "WIDE": tables.wide(chunk),
             "PENDING": polls_pending(tables), "TRIP_DIV": WIDE_TRIP_DIV, "FOLD": folds_rhs(tables, chunk)}
