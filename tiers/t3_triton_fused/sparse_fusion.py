@@ -62,7 +62,7 @@ iteration's earliest and latest level, long rows as early as they can (tickets="
 TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
 
   How a dataflow call is laid out. Each idea below is one function; its docstring holds the
-  measurements that decided it, and the README's sparse-fusion items the history.
+  measurements that decided it, and docs/sparse_fusion_log.md the history.
   * Records (_dataflow_plan). Block t's tables are one record, read in one round trip instead of
     the chain ticket → block → iterations → entries → positions and values: lane by lane, the
     first record_chunk entries' positions and signed values, the right-hand side, the divisor and
@@ -135,7 +135,7 @@ block DAG shallower (1016 levels at S = 64 against the joint DAG's 2000). One li
 profiled: every program has next_pow2(max(S, R)) lanes, also the 250 000 blocks of four single
 SpMV rows, so wider pieces leave fewer programs resident. executor=None never picks it.
 
-Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, README): one
+Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, docs/sparse_fusion_log.md): one
 program walking K chains side by side, level by level, with the last steps' outputs in registers
 (tl.gather) so that a dependence inside the bundle is a shuffle, not an L2 round trip. Right, but
 a bundle step cost about 1.1 µs on the H100 whatever K, even in bundles that wait on nothing
