@@ -1158,9 +1158,15 @@ def _programs(count, per_sm, device):
 
 
 @functools.lru_cache(maxsize=8)
+def _props(device):
+    """A CUDA device's properties, asked once, not at every launch (SMs, registers, compute
+    capability: _sm_count, resident_per_sm, uses_pdl)."""
+    return torch.cuda.get_device_properties(device)
+
+
 def _sm_count(device):
-    """Streaming multiprocessors of a CUDA device (1 for the CPU), asked once, not at every launch."""
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+    """Streaming multiprocessors of a CUDA device (1 for the CPU)."""
+    return _props(device).multi_processor_count if device.type == "cuda" else 1
 
 
 MAX_PROGRAMS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}
@@ -1211,7 +1217,7 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
             compiled = kernel.warmup(*args, grid=(1,), **meta, **launch)
             compiled._init_handles()     # the register count is known once the binary is loaded
             run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
-                                           torch.cuda.get_device_properties(args[0].device))
+                                           _props(args[0].device))
         per_sm = min(per_sm, run.resident)
     kernel[(_programs(count, per_sm, args[0].device),)](*args, **meta, **launch)
 
@@ -1535,12 +1541,10 @@ dependent launches where the GPU has them (uses_pdl)."""
 def uses_pdl(device) -> bool:
     """PDL on a CUDA device of compute capability 9.0 or later (Hopper; the interpreter has no
     launches to overlap)."""
-    return PDL and device.type == "cuda" and not interpreting() and _capability(device) >= (9, 0)
-
-
-@functools.lru_cache(maxsize=8)
-def _capability(device):
-    return torch.cuda.get_device_capability(device)
+    if not (PDL and device.type == "cuda" and not interpreting()):
+        return False
+    props = _props(device)
+    return (props.major, props.minor) >= (9, 0)
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
