@@ -216,7 +216,14 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
     some row has more than 4·CHUNK entries) compiles that stage in; where no row needs it the
     kernel stays as it was. A first version checked at run time instead, a reduction after every
     wait, and the grids were slower in the call that measured it (2D Poisson 1.73 against 1.50 ms,
-    on a host that was slow too, so the check's share is not known). PENDING: as vec_loads'."""
+    on a host that was slow too, so the check's share is not known). Where WIDE, one reduction
+    now asks whether any of the block's rows takes the stage before its per-row loop runs: that
+    loop's reductions, run for every block, had been half the instructions of a power-law block
+    that has no hub, and the kernel issues about every other cycle. Measured on the H100
+    (2026-11-28, power-law graph, float64, t3 dataflow, sparse-fusion schedule, 3 interleaved
+    rounds, figures/data/wide_guard_ab_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.418 / 0.415
+    / 0.467 ms → 0.322 / 0.316 / 0.347; with no poll waiting 0.349 / 0.352 / 0.342 → 0.277 / 0.285
+    / 0.262. PENDING: as vec_loads'."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     if WIDE:
         near = tl.minimum(end, start + 4 * CHUNK)
@@ -230,20 +237,23 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
                           NAP, PENDING)
         acc += tl.sum(ae * xe, 1)
     if WIDE:
-        lanes = tl.arange(0, start.shape[0])
-        for r in range(start.shape[0]):
-            here = ok & (lanes == r)
-            lo = tl.sum(tl.where(here, start, 0)) + 4 * CHUNK
-            hi = tl.sum(tl.where(here, end, 0))
-            part = tl.zeros([32 * CHUNK // TRIP_DIV], dtype=VAL.dtype.element_ty)
-            for c in range(lo, hi, 32 * CHUNK // TRIP_DIV):
-                e = c + tl.arange(0, 32 * CHUNK // TRIP_DIV)
-                me = e < hi
-                ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
-                xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT,
-                                  SENT, NAP, PENDING)
-                part += ae * xe
-            acc += tl.where(lanes == r, tl.sum(part), 0.0)
+        far = tl.max((ok & (end - start > 4 * CHUNK)).to(tl.int32))
+        if far != 0:
+            lanes = tl.arange(0, start.shape[0])
+            for r in range(start.shape[0]):
+                here = ok & (lanes == r)
+                lo = tl.sum(tl.where(here, start, 0)) + 4 * CHUNK
+                hi = tl.sum(tl.where(here, end, 0))
+                part = tl.zeros([32 * CHUNK // TRIP_DIV], dtype=VAL.dtype.element_ty)
+                for c in range(lo, hi, 32 * CHUNK // TRIP_DIV):
+                    e = c + tl.arange(0, 32 * CHUNK // TRIP_DIV)
+                    me = e < hi
+                    ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0,
+                                 cache_modifier=".cg")
+                    xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN,
+                                      AWAIT, SENT, NAP, PENDING)
+                    part += ae * xe
+                acc += tl.where(lanes == r, tl.sum(part), 0.0)
     return acc
 
 
