@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
@@ -472,6 +472,7 @@ def test_dataflow_early_look(monkeypatch):
     keep them apart, store in row order, and on hub rows longer than the record (tail_sum), with
     block counts of both parities."""
     monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
+    monkeypatch.setattr(t3, "FLAT_RECORDS", False)        # the hub rows' records, not flat ones (reads_flat)
     parities = set()
     matrices = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27), sm.powerlaw_laplacian(150, m=2, seed=3))
     for pair, mats, b, ref in _vector_pair_cases(matrices, 5, "early"):
@@ -515,7 +516,8 @@ def test_dataflow_reads_input_apart(monkeypatch):
     a read of the slots instead fails; where rows are longer than their records (tail_sum) the
     input is copied as before. The slots of blocks whose outputs no row reads (`awaited` unset:
     sptrsv_spmv's y) get no sentinel — here NaN, which a row reading one would take for a value.
-    Results are t0's, with and without the early look."""
+    Flat records (reads_flat) always read the input apart. Results are t0's, with and without the
+    early look and flat records."""
     original = t3._slots_from
     seen = set()
 
@@ -531,23 +533,27 @@ def test_dataflow_reads_input_apart(monkeypatch):
 
     monkeypatch.setattr(t3, "_slots_from", marked)
     matrices = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27), sm.powerlaw_laplacian(150, m=2, seed=3))
-    for early in (False, True):
+    for early, flat in ((False, False), (True, False), (False, True)):
         monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: early)
-        for pair, mats, b, ref in _vector_pair_cases(matrices, 9, "apart"):
+        monkeypatch.setattr(t3, "FLAT_RECORDS", flat)
+        hubs = (sm.powerlaw_laplacian(300, m=2, seed=3),)     # every pair has a row longer than 32
+        for pair, mats, b, ref in _vector_pair_cases(hubs if flat else matrices, 9, "apart"):
             run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")
-            assert run.split == (not run.record_shape["TAIL"])
+            assert run.flat is flat and run.split == (flat or not run.record_shape["TAIL"])
             assert run.awaited is not None or pair != "sptrsv_spmv"     # y: read by no row
             _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow apart={run.split} {pair}")
     assert {copy for copy, _ in seen} == {True, False} and (False, False) in seen
 
 
-def test_dataflow_long_rows_in_ready_order():
+def test_dataflow_long_rows_in_ready_order(monkeypatch):
     """in_ready_order: a row longer than its record (read trip by trip by tail_sum) reads its
     entries in the order of their slots — the input first, then the outputs by ticket — and they
     are still its own entries, each with its own value; the results are t0's. The upper solve's
     hub rows ascend in column in CSR order, which a backward solve writes last first, so without
     the reordering the order check fails. HUBS_ALONE: a row of the wide stage (more than 4
-    record chunks) has a block of its own, its other lanes empty."""
+    record chunks) has a block of its own, its other lanes empty. (These are the records of
+    _dataflow_plan: FLAT_RECORDS off, as where programs take tickets.)"""
+    monkeypatch.setattr(t3, "FLAT_RECORDS", False)
     hub = sm.powerlaw_laplacian(300, m=2, seed=3)     # its upper hub rows too are longer than a record
     reordered = 0
     for pair, mats, b, ref in _vector_pair_cases((hub,), 5, "ready"):
@@ -1263,3 +1269,95 @@ def test_fuse_rows_option():
                      tickets="schedule")
     _check(run(_vector(b, "float64")), _reference("spilu0_sptrsv", mats, b, "float64", ("spilu0_sptrsv", "float64")),
            "spilu0_sptrsv", mats, "float64", "LBC, tickets by the schedule's steps")
+
+
+def _flat_leaves(dev, n, W, R):
+    """Per lane slot of a flat plan (flat_plan) that is a row's own (its place in row order ≥ 0):
+    the (VEC position, value index, sign) it sums, its pieces expanded (a piece is a lane with no
+    place in row order, read as an entry of coefficient 1), and per block its rows."""
+    px, pv = (dev[k].cpu().numpy().reshape(-1, W) for k in ("px", "pv"))
+    sign, seg = (dev[k].cpu().numpy().reshape(-1, W).astype(np.int64) for k in ("sign", "seg"))
+    dst = dev["dst"].cpu().numpy()
+    items = {}
+    for t in range(px.shape[0]):
+        for k in range(W):
+            if px[t, k] >= 0 or pv[t, k] != -1 or seg[t, k] & 1:
+                items.setdefault(t * R + (seg[t, k] >> 2), []).append((px[t, k], pv[t, k], sign[t, k]))
+
+    def leaves(slot):
+        out = []
+        for p, v, s in items[slot]:
+            if p == -1 and v == -1:
+                continue                                  # an empty row's one slot
+            if v == -2 and p >= n and dst[p - n] < 0:
+                out += leaves(p - n)                      # a piece's result
+            else:
+                out.append((p, v, s))
+        return out
+    return {slot: sorted(leaves(slot)) for slot in items if dst[slot] >= 0}, items
+
+
+@pytest.mark.parametrize("width,R", [(4, 1), (32, 8)])
+def test_flat_records(width, R, monkeypatch):
+    """flat_plan and _flat (FLAT_RECORDS): where some row is longer than CHUNK, striding dataflow
+    programs read flat records. A block holds at most R rows and `width` entry slots; every
+    position it reads is the input or a slot of an earlier block; each row sums exactly its own
+    entries, signed, and its right-hand side, through pieces where it is longer than `width`
+    (4: trees of several generations); the results are t0's. Where the
+    programs take tickets, or FLAT_RECORDS is off, the records of _dataflow_plan are read."""
+    monkeypatch.setattr(t3, "FLAT_WIDTH", width)
+    A = sm.powerlaw_laplacian(300, m=2, seed=3)          # hub rows of more than 32 entries
+    for pair, mats, b, ref in _vector_pair_cases((A,), 7, "flat"):
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", block_rows=R)
+        assert run.flat and run.record_shape["TAIL"] and run.split and not run.early
+        count, dev = run.plan
+        n, tables = run.tables.n1, run.tables
+        rows_of, items = _flat_leaves(dev, n, width, R)
+        px = dev["px"].cpu().numpy().reshape(count, width)
+        read = px >= n
+        assert ((px[read] - n) // R < np.nonzero(read)[0]).all(), f"{pair}: a block reads a later one"
+        seg = dev["seg"].cpu().numpy().reshape(count, width).astype(np.int64)
+        last = (seg & 1) == 1
+        assert (seg >> 2 < R).all() and (last.sum(1) <= R).all()
+        assert all(len(np.unique((seg[t] >> 2)[last[t]])) == last[t].sum() for t in range(count))
+        where = np.r_[np.arange(n), dev["back"].cpu().numpy()]          # VEC position → slot layout
+        slot_of = where[tables.dst] - n
+        for i in range(len(tables.dst)):
+            e = np.arange(tables.ent_ptr[i], tables.ent_ptr[i + 1])
+            own = [(where[a], v, tables.sign[i]) for a, v in zip(tables.ent_aux[e], tables.ent_val[e])]
+            if tables.rhs[i] >= 0:
+                own.append((where[tables.rhs[i]], -2, 1))
+            assert rows_of[slot_of[i]] == sorted(own), f"{pair}: row {i} does not sum its own entries"
+        cut = len(items) - len(rows_of)
+        assert (cut > 0) is (int((np.diff(tables.ent_ptr) + (tables.rhs >= 0)).max()) > width)
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"flat W={width} R={R} {pair}")
+        assert not t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="counter").flat
+    big = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", block_rows=128)
+    assert big.flat and big.block_rows == min(width, 32)        # a block holds at most W rows
+    _check(big(_vector(b, "float64")), ref, pair, mats, "float64", f"flat W={width} R=128 {pair}")
+    monkeypatch.setattr(t3, "FLAT_RECORDS", False)
+    assert not t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow").flat
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(n=st.integers(100, 180), m=st.integers(5, 6), seed=st.integers(0, 2**16), width=st.sampled_from([2, 4, 8, 32]),
+       R=st.sampled_from([1, 2, 4, 8]), pair=st.sampled_from(["sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"]),
+       kind=st.sampled_from(["wavefront", "lbc", "sparse_fusion"]))
+def test_flat_records_property(n, m, seed, width, R, pair, kind):
+    """Flat records give t0's results on random power-law graphs with a row longer than the
+    records of _dataflow_plan (RECORD_CHUNK), whatever the width, rows per block and schedule."""
+    A = sm.powerlaw_laplacian(n, m=m, seed=seed)
+    assume(int(np.diff(A.indptr).max()) > t3.RECORD_CHUNK)
+    mats = operands(pair, A)
+    b = np.random.default_rng(seed).standard_normal(n)
+    old = t3.FLAT_WIDTH
+    t3.FLAT_WIDTH = width
+    try:
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", block_rows=R,
+                         schedule=fs.inspect(pair, *mats, kind=kind))
+        out = run(_vector(b, "float64"))
+    finally:
+        t3.FLAT_WIDTH = old
+    assert run.flat
+    _check(out, registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b), pair, mats, "float64",
+           f"flat n={n} m={m} seed={seed} W={width} R={R} {pair} {kind}")

@@ -569,6 +569,7 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
         took["direct"] = prepared.direct
         took["early"] = prepared.early
+        took["flat"] = prepared.flat
     return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
             lambda: prepared(v))
 

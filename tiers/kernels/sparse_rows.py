@@ -204,6 +204,20 @@ def vec_await_at(x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr, NA
 
 
 @triton.jit
+def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+    """x, read once from the addresses xp (VEC positions px) over m, read again where it still
+    holds the sentinel until none does: vec_await_at's PENDING polls for entries alone (the flat
+    records of t3's dataflow executor carry the right-hand side as one more entry)."""
+    w = _waiting(x, px, m, N_IN, SENT)
+    while tl.max(w.to(tl.int32)) != 0:
+        if NAP > 0:
+            nap(tl.full([], NAP, tl.int32))
+        x = tl.where(w, tl.load(xp, mask=w, other=0.0, volatile=True), x)
+        w = _waiting(x, px, w, N_IN, SENT)
+    return x
+
+
+@triton.jit
 def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
              SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr, PENDING: tl.constexpr = False,
              TRIP_DIV: tl.constexpr = 1):

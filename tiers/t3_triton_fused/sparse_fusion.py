@@ -82,6 +82,11 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   * Hub rows. A row of thousands of entries takes wide trips across the whole warp (tail_sum's
     WIDE stage, WIDE_TRIP_DIV), reads its entries in the order they are written (in_ready_order)
     and has a block of its own (HUBS_ALONE).
+  * Flat records (flat_plan, _flat; reads_flat). Where some row is longer than CHUNK and the
+    programs stride, none of the above is read: a block is 32 entry slots, one per thread, its
+    rows' entries one after another, summed per row by a segmented scan across the warp; a hub
+    is cut into pieces that are rows of their own. No row takes a second trip; the power-law
+    pairs run 22–32 % faster than with records (flat_plan).
   * Launches. A call is the slots kernel, this kernel and the gather; on Hopper the last two are
     programmatic dependent launches (uses_pdl) that start while the kernel before them ends.
 
@@ -163,7 +168,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum,
-                                       vec_await_at, vec_look_at)
+                                       vec_await_at, vec_await_entries, vec_look_at)
 from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
@@ -1547,6 +1552,259 @@ def uses_pdl(device) -> bool:
     return (props.major, props.minor) >= (9, 0)
 
 
+# ---------------------------------------------------------------- dataflow, flat records
+
+FLAT_RECORDS = True
+"""Whether striding dataflow programs read flat records (flat_plan, _flat) where some row is
+longer than its record would be (record_shape's TAIL: the power-law graph; reads_flat)."""
+
+FLAT_WIDTH = 32
+"""Entry slots of a flat record (a power of two; 32: one per thread of the program's one warp).
+Records of 64 (two slots a thread) waited longer than they saved (flat_plan)."""
+
+FLAT_BLOCK_ROWS = 8
+"""Rows of a flat block at most, where `prepare` is not given block_rows (flat_plan). A block
+holds at most FLAT_WIDTH rows, and seg (an int8) numbers at most 32, so a larger block_rows is
+taken as min(block_rows, FLAT_WIDTH, 32)."""
+
+
+def _hub_tree(tables, i, W, writer):
+    """Row i's pieces (flat_plan), generation by generation: the first sums its entries W at a
+    time in the order they are written (`writer`: ticket position of each VEC entry's writer),
+    each next one W results of the one before, until the row's own W slots hold the last
+    generation's results and its right-hand side. Each piece is ("e", entries) or ("p", (gen,
+    first, end)): the results of pieces first..end−1 of generation gen."""
+    e = np.arange(tables.ent_ptr[i], tables.ent_ptr[i + 1])
+    e = e[np.argsort(writer[tables.ent_aux[e]], kind="stable")]
+    gens = [[("e", part) for part in np.array_split(e, -(-len(e) // W))]]
+    extra = int(tables.rhs[i] >= 0)
+    while len(gens[-1]) + extra > W:
+        prev = len(gens[-1])
+        gens.append([("p", (len(gens) - 1, a, min(a + W, prev))) for a in range(0, prev, W)])
+    return gens
+
+
+def reads_flat(shape, claim) -> bool:
+    """Whether the dataflow executor reads flat records (flat_plan, _flat): where FLAT_RECORDS,
+    some row is longer than CHUNK (`shape`, record_shape, has TAIL), and the programs stride
+    (claim "stride"; _flat takes no tickets)."""
+    return FLAT_RECORDS and shape["TAIL"] and claim == "stride"
+
+
+def flat_plan(schedule, mats, tables, R, tickets, device, W):
+    """The dataflow blocks as flat records (_flat). Block t's record is W entry slots t·W + k, one
+    per thread: its rows' entries one after another, each row's right-hand side one more entry
+    of coefficient 1, so a block of short rows takes one gather and no row takes a second trip.
+    A block holds at most R rows (lane j of block t writes VEC entry n + t·R + j, as in
+    _dataflow_plan) and W entries. A row of more than W entries (a power-law hub) is cut into
+    pieces (_hub_tree): each piece is a row of its own, without divisor or place in row order,
+    whose result only the next generation reads. Blocks follow ticket_blocks' groups in order,
+    a row's pieces in blocks of their own just before its group, the first generation first, so
+    every dependence still lies in an earlier block; a hub of 3000 entries becomes three hops of
+    one gather each, where tail_sum took 24 trips of two dependent round trips. A new block
+    starts where the group or the generation changes, or where R rows or W entries are full.
+    Per entry slot: its VEC position in the slot layout (−1: none), its value index (−2:
+    coefficient 1, −1: none), its row's sign, and seg = 4·j + 2·(first of its row) + (last of its
+    row), which the segmented sum (_seg_add) and the stores read; per lane its divisor index
+    (−1: none) and its place in row order (−1: none).
+
+    Why: with no poll ever waiting (each call's slots left holding the last call's results) the
+    records of _dataflow_plan took 0.349 / 0.352 / 0.342 ms on the power-law graph's sptrsv_spmv
+    / spmv_sptrsv / sptrsv_sptrsv against 0.405 / 0.418 / 0.482 as they are (H100, 2026-11-28,
+    float64, sparse-fusion schedule, figures/data/nowait_powerlaw_*): not the waits but a block's
+    own cost set the time. Measured on the H100 (2026-11-28, same case, 3 interleaved rounds,
+    every output checked first; ms as is, then with no poll waiting):
+      flat_ab_*, divisors loaded after the gather: records 0.336 / 0.317 / 0.366 (0.280 / 0.282 /
+        0.261); flat R = 4 0.283 / 0.241 / 0.331, R = 8 0.272 / 0.229 / 0.329 (0.190 / 0.188 /
+        0.171), R = 16 0.263 / 0.237 / 0.319;
+      flat_ab2_*, divisors loaded with the record (as now): records 0.308 / 0.319 / 0.371 (0.280 /
+        0.289 / 0.260); W = 32: R = 8 0.239 / 0.218 / 0.275 (0.195 / 0.192 / 0.167), R = 16 0.253
+        / 0.234 / 0.275; W = 64: R = 16 0.270 / 0.274 / 0.303 (0.173 / 0.177 / 0.151), R = 32
+        0.283 / 0.231 / 0.294 — wider blocks cost less with no waiting and more as they are, a
+        block waiting for all its rows' entries (FLAT_WIDTH, FLAT_BLOCK_ROWS).
+    The three schedules stay within 2 % of each other (figures/data/flat_cli_powerlaw_*)."""
+    n = tables.n1
+    grp_ptr, seq = ticket_blocks(schedule, mats, 1 << 40, tickets)[:2]   # blocks as wide as a group
+    m = len(seq)
+    gid = np.repeat(np.arange(len(grp_ptr) - 1), np.diff(grp_ptr))         # by ticket position
+    lens = np.diff(tables.ent_ptr)
+    has_rhs = tables.rhs >= 0
+    items = lens + has_rhs
+    writer = np.full(tables.vec_len, -1, dtype=np.int64)
+    writer[tables.dst[seq]] = np.arange(m)
+    hubs = [int(i) for i in seq[items[seq] > W]]
+    trees = {i: _hub_tree(tables, i, W, writer) for i in hubs}
+    cnt = np.maximum(items[seq], 1)                  # an empty row still stores its 0 (one empty slot)
+    rank = np.zeros(m, dtype=np.int64)
+    extra = {}                                       # (hub, gen, piece) → virtual row
+    v_gid, v_rank, v_pos, v_cnt = [gid], [rank], [np.arange(m)], [cnt]
+    at = m
+    for p, i in zip(np.flatnonzero(items[seq] > W), hubs):
+        gens = trees[i]
+        cnt[p] = len(gens[-1]) + int(has_rhs[i])
+        for g, gen in enumerate(gens):
+            k = len(gen)
+            v_gid.append(np.full(k, gid[p])); v_rank.append(np.full(k, g - len(gens)))
+            v_pos.append(np.full(k, p)); v_cnt.append(np.array([len(w) if kind == "e" else w[2] - w[1]
+                                                                for kind, w in gen]))
+            for q in range(k):
+                extra[(i, g, q)] = at + q
+            at += k
+    v_gid, v_rank, v_pos, v_cnt = (np.concatenate(x).astype(np.int64) for x in (v_gid, v_rank, v_pos, v_cnt))
+    order = np.lexsort((np.arange(len(v_pos)), v_pos, v_rank, v_gid))
+    key = (v_gid * 1024 + v_rank + 512)[order].tolist()
+    blk, lane, off = (np.empty(len(order), dtype=np.int64) for _ in range(3))
+    b, j, o, last = -1, R, W, None
+    bl, ln, of = [], [], []
+    for kv, c in zip(key, v_cnt[order].tolist()):
+        if kv != last or j == R or o + c > W:
+            b, j, o, last = b + 1, 0, 0, kv
+        bl.append(b); ln.append(j); of.append(o)
+        j += 1
+        o += c
+    blk[order], lane[order], off[order] = bl, ln, of
+    B = b + 1
+    slot = blk * R + lane                            # per virtual row
+    where = np.arange(tables.vec_len, dtype=np.int64)
+    where[tables.dst[seq]] = n + slot[:m]
+    px = np.full(B * W, -1, dtype=np.int64)
+    pv = np.full(B * W, -1, dtype=np.int64)
+    sg = np.zeros(B * W, dtype=np.int8)
+    seg = np.full(B * W, 2, dtype=np.int8)           # padding: a segment of its own, stored nowhere
+    # the rows that are not cut, all at once
+    plain = np.flatnonzero(items[seq] <= W)
+    i = seq[plain]
+    c = cnt[plain]
+    row = np.repeat(np.arange(len(plain)), c)
+    k = np.arange(len(row)) - np.repeat(np.cumsum(c) - c, c)
+    at_ = (blk[plain] * W + off[plain])[row] + k
+    ent = k < lens[i][row]
+    e = tables.ent_ptr[i][row] + k
+    px[at_[ent]], pv[at_[ent]] = where[tables.ent_aux[e[ent]]], tables.ent_val[e[ent]]
+    sg[at_[ent]] = tables.sign[i][row][ent]
+    rh = (k == lens[i][row]) & has_rhs[i][row]
+    px[at_[rh]], pv[at_[rh]], sg[at_[rh]] = where[tables.rhs[i][row][rh]], -2, 1
+    seg[at_] = 4 * lane[plain][row] + 2 * (k == 0) + (k == c[row] - 1)
+    # the hubs' pieces and the hub rows themselves
+    for p, i in zip(np.flatnonzero(items[seq] > W), hubs):
+        gens = trees[i]
+        for g, gen in enumerate(gens + [None]):
+            members = [(extra[(i, g, q)], w) for q, w in enumerate(gen)] if gen is not None else \
+                [(p, ("p", (len(gens) - 1, 0, len(gens[-1]))))]
+            for v, (kind, w) in members:
+                base = blk[v] * W + off[v]
+                if kind == "e":
+                    cols = (where[tables.ent_aux[w]], tables.ent_val[w], np.full(len(w), tables.sign[i]))
+                else:
+                    src = [extra[(i, w[0], q)] for q in range(w[1], w[2])]
+                    cols = (n + slot[src], np.full(len(src), -2), np.ones(len(src)))
+                if gen is None and has_rhs[i]:
+                    cols = tuple(np.append(a, x) for a, x in zip(cols, (where[tables.rhs[i]], -2, 1)))
+                cn = len(cols[0])
+                px[base:base + cn], pv[base:base + cn], sg[base:base + cn] = cols
+                seg[base:base + cn] = 4 * lane[v] + 2 * (np.arange(cn) == 0) + (np.arange(cn) == cn - 1)
+    diag = np.full(B * R, -1, dtype=np.int64)
+    dst = np.full(B * R, -1, dtype=np.int64)
+    diag[slot[:m]], dst[slot[:m]] = tables.diag[seq], tables.dst[seq]
+    read = np.zeros(n + B * R, dtype=bool)
+    read[px[px >= n]] = True
+    awaited = read[n:].reshape(B, R).any(1)
+    host = {"px": px.astype(np.int32), "pv": pv.astype(np.int32), "sign": sg, "seg": seg,
+            "diag": diag.astype(np.int32), "dst": dst.astype(np.int32), "back": where[n:].astype(np.int32)}
+    if not awaited.all():
+        host["awaited"] = awaited.astype(np.int8)
+    return B, rows.to_device(host, device)
+
+
+def _flat_values(plan, values):
+    """The value half of flat records: each entry slot's value times its row's sign (1 for a
+    coefficient-1 slot, 0 for padding), each lane's divisor (1 without one) and its reciprocal."""
+    dev = plan[1]
+    pv = dev["pv"].long()
+    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * dev["sign"].to(values.dtype), (pv == -2).to(values.dtype))
+    diag = dev["diag"].long()
+    d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
+    return {"a": a, "d": d, "dinv": 1 / d}
+
+
+@triton.jit
+def _seg_add(a, fa, b, fb):
+    """The segmented sum's step: a segment's first entry (flag fb) starts the sum anew."""
+    return tl.where(fb != 0, b, a + b), fa | fb
+
+
+@triton.jit
+def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr, W: tl.constexpr,
+          SENT: tl.constexpr, NAP: tl.constexpr, PTX: tl.constexpr, PDL: tl.constexpr, DIRECT: tl.constexpr,
+          LOOP: tl.constexpr = True, STRIDE: tl.constexpr = True):
+    """The dataflow executor over flat records (flat_plan): program p of P runs blocks p, p + P, …
+    Thread k of block t reads entry slot t·W + k: position, signed value, seg. The entries are
+    gathered at once (input positions, below N_IN, from IN), the ones still holding the sentinel
+    polled again (vec_await_entries), and the products summed per row by a segmented scan across
+    the warp (_seg_add), which leaves each row's sum r on its last slot's thread; that thread
+    divides (r·(1/d) with one Markstein correction, as _finish), stores lane j's result at VEC
+    entry N_IN + t·R + j and, with DIRECT, at OUT[dst], its place in row order. The divisors are
+    loaded with the record, before the gather, so that no load waits after it; with PTX the next
+    block's record and divisors are asked of L1 while this one waits. PDL: as _dataflow's."""
+    t = tl.program_id(0)
+    P = tl.num_programs(0)
+    k = tl.arange(0, W)
+    if PDL:
+        gdc_wait()
+    while t < N_BLK:
+        e = t * W + k
+        px = tl.load(PX + e)
+        a = tl.load(PA + e)
+        seg = tl.load(SEG + e).to(tl.int32)
+        last = (seg & 1) != 0
+        lane = t * R + (seg >> 2)
+        d = tl.load(D + lane, mask=last, other=1.0)
+        dinv = tl.load(DINV + lane, mask=last, other=1.0)
+        if PTX:
+            nxt = tl.where(t + P < N_BLK, t + P, t)
+            _ask_l1(PX + nxt * W + k)
+            _ask_l1(PA + nxt * W + k)
+            _ask_l1(SEG + nxt * W + k)
+            _ask_l1(D + nxt * R + k % R)
+            _ask_l1(DINV + nxt * R + k % R)
+        m = px >= 0
+        xp = tl.where(px < N_IN, IN + px, VEC + px)
+        x = tl.load(xp, mask=m, other=0.0, volatile=True)
+        x = vec_await_entries(x, xp, px, m, N_IN, SENT, NAP)
+        r, _ = tl.associative_scan((a * x, (seg >> 1) & 1), 0, _seg_add)
+        q = r * dinv
+        q = tl.fma(tl.fma(-q, d, r), dinv, q)
+        tl.store(VEC + N_IN + lane, q, mask=last)
+        if DIRECT:
+            dst = tl.load(DST + lane, mask=last, other=-1)
+            tl.store(OUT + dst, q, mask=last & (dst >= 0))
+        t += P
+    if PDL:
+        gdc_launch_dependents()
+
+
+def _run_flat(run, val, vec, vector):
+    """_run_dataflow over flat records: the slots (the sentinel only; the kernel reads the input
+    from the caller's vector), _flat, and the gather into row order unless the kernel stored
+    there (run.direct)."""
+    count, sdev = run.plan
+    if count == 0:
+        return
+    n = run.tables.n1
+    pdl = uses_pdl(vec.device)
+    vector = vector.contiguous()
+    slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=False, awaited=run.awaited,
+                        R=run.block_rows)
+    rv = run.record_values
+    _launch_claimed(_flat, run, count,
+                    (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"], sdev["dst"], slots, vec, n,
+                     vector),
+                    dict(R=run.block_rows, W=run.flat_width, SENT=SENTINEL[vec.dtype], PTX=not interpreting(), PDL=pdl,
+                         DIRECT=run.direct, num_warps=1), pdl=pdl)
+    if not run.direct:
+        _back(vec[n:], slots, sdev["back"], pdl)
+
+
 # ---------------------------------------------------------------- executor (d): dataflow along chains
 
 def _walk(head, parent):
@@ -1817,14 +2075,23 @@ class Prepared:
                                                               chain_steps, device))
         elif executor == "dataflow":
             self.record_shape = shape = record_shape(self.tables)
-            key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
-                   str(device))
-            self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
-                                                                    block_rows, tickets, device, shape["FOLD"]))
-            self.record_values = _dataflow_values(self.plan, self.values)
+            self.flat = reads_flat(shape, claim)
+            if self.flat:
+                self.flat_width = W = FLAT_WIDTH
+                self.block_rows = block_rows = min(block_rows, W, 32)       # FLAT_BLOCK_ROWS
+                key = ("t3_flat", tickets, block_rows, W, str(device))
+                self.plan = schedule.cached(key, lambda: flat_plan(schedule, problem.matrices, self.tables,
+                                                                   block_rows, tickets, device, W))
+                self.record_values = _flat_values(self.plan, self.values)
+            else:
+                key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
+                       str(device))
+                self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
+                                                                        block_rows, tickets, device, shape["FOLD"]))
+                self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
-            self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
-            self.split = reads_input_apart(shape)
+            self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
+            self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
@@ -1841,7 +2108,7 @@ class Prepared:
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
         if flow:
-            _run_dataflow(self, val, vec, vector)
+            (_run_flat if self.flat else _run_dataflow)(self, val, vec, vector)
         else:
             RUNS[self.executor](self, val, vec)
         return rows.results(self.tables, self.problem, val, vec)
@@ -1918,6 +2185,9 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     claim = claim or default_claim(executor, programs_per_sm)
     if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
         tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
+    if executor == "dataflow" and block_rows is None and reads_flat(record_shape(rows.device_tables(
+            problem, like.device)[0]), claim):
+        block_rows = FLAT_BLOCK_ROWS
     if executor == "dataflow" and (block_rows is None or tickets_ahead is None):
         shape = dataflow_shape(schedule, problem.matrices, rows.device_tables(problem, like.device)[0])
         block_rows = shape[0] if block_rows is None else block_rows
