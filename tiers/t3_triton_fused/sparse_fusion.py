@@ -1745,7 +1745,9 @@ def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr,
     divides (r·(1/d) with one Markstein correction, as _finish), stores lane j's result at VEC
     entry N_IN + t·R + j and, with DIRECT, at OUT[dst], its place in row order. The divisors are
     loaded with the record, before the gather, so that no load waits after it; with PTX the next
-    block's record and divisors are asked of L1 while this one waits. PDL: as _dataflow's."""
+    block's record and divisors are asked of L1 while this one waits. PDL: as _dataflow's. LOOP
+    and STRIDE are what _launch_claimed gives every sync-free kernel; _flat always strides
+    (reads_flat)."""
     t = tl.program_id(0)
     P = tl.num_programs(0)
     k = tl.arange(0, W)
