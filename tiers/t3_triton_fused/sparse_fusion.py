@@ -741,6 +741,34 @@ def _ticket_graph(schedule, mats, merged=False):
     return schedule.cached(("ticket_graph", merged), build)
 
 
+def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False):
+    """(seq, group): the iterations in ticket order and each one's group key, ascending — the
+    order and the groups that ticket_blocks cuts into blocks (its docstring says how each
+    `tickets` keys them); with fuse_rows the merged solve rows are not listed."""
+    n = schedule.n1 + schedule.n2
+    pos = np.empty(n, dtype=np.int64)
+    pos[schedule.order] = np.arange(n)
+    sizes = np.diff(schedule.part_ptr)
+    if fuse_rows and tickets == "schedule":
+        raise ValueError("fused rows take their tickets from the merged DAG's levels, not the schedule's steps; "
+                         "use tickets 'dag', 'alap' or 'mid' with them")
+    _, level, _, listed = _ticket_graph(schedule, mats, fuse_rows)
+    keys = {"dag": lambda: level, "alap": lambda: _latest_levels(schedule, mats, fuse_rows),
+            "mid": lambda: _mid_levels(schedule, mats, fuse_rows)}
+    if tickets in ("dag", "alap", "mid"):
+        group = keys[tickets]()
+    elif tickets == "schedule":
+        step = np.empty(n, np.int64)
+        step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
+        group = schedule.partition_level()[schedule.partition_of()] * (int(sizes.max(initial=0)) + 1) + step
+        # within a (level, step): partition order
+    else:
+        raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
+    seq = np.lexsort((pos, group))
+    seq = seq[listed[seq]]
+    return seq, group[seq]
+
+
 def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
@@ -764,28 +792,9 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     and every dependence lies in an earlier block. `alone` (a mask over the iterations): each
     of these gets a block of its own."""
     n = schedule.n1 + schedule.n2
-    pos = np.empty(n, dtype=np.int64)
-    pos[schedule.order] = np.arange(n)
-    sizes = np.diff(schedule.part_ptr)
-    if fuse_rows and tickets == "schedule":
-        raise ValueError("fused rows take their tickets from the merged DAG's levels, not the schedule's steps; "
-                         "use tickets 'dag', 'alap' or 'mid' with them")
-    dag, level, _, listed = _ticket_graph(schedule, mats, fuse_rows)
-    keys = {"dag": lambda: level, "alap": lambda: _latest_levels(schedule, mats, fuse_rows),
-            "mid": lambda: _mid_levels(schedule, mats, fuse_rows)}
-    if tickets in ("dag", "alap", "mid"):
-        group = keys[tickets]()
-    elif tickets == "schedule":
-        step = np.empty(n, np.int64)
-        step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
-        group = schedule.partition_level()[schedule.partition_of()] * (int(sizes.max(initial=0)) + 1) + step
-        # within a (level, step): partition order
-    else:
-        raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
-    seq = np.lexsort((pos, group))
-    seq = seq[listed[seq]]
+    seq, g = ticket_order(schedule, mats, tickets, fuse_rows)
+    dag = _ticket_graph(schedule, mats, fuse_rows)[0]
     m = len(seq)
-    g = group[seq]
     start = np.ones(m, dtype=bool)
     start[1:] = g[1:] != g[:-1]
     if alone is not None:
@@ -1477,9 +1486,10 @@ def in_ready_order(tables, where, chunk):
 
 
 def _dataflow_values(plan, values):
-    """The value half of the dataflow records for these matrices' values: each slot's value
-    times its lane's sign (exact), the divisor (1 without one) and its reciprocal, rounded once
-    in the vector's dtype, so that _dataflow's Markstein step rounds r/d as a division would."""
+    """The value half of the dataflow records (_dataflow_plan) or flat records (flat_plan) for
+    these matrices' values: each slot's value times its sign, one a lane or one a slot (exact),
+    the divisor (1 without one) and its reciprocal, rounded once in the vector's dtype, so that
+    the kernels' Markstein step rounds r/d as a division would."""
     dev = plan[1]
     sign = dev["sign"].to(values.dtype)
     pv = dev["pv"].long()
@@ -1497,8 +1507,9 @@ def _run_dataflow(run, val, vec, vector):
     there by the kernel (run.direct, writes_row_order) or gathered from the slots after it
     (_gather_back). On a GPU that has them (PDL) the second and third kernels are programmatic
     dependent launches: each starts while the one before ends and waits for its stores inside
-    (gdc_wait). The kernel's shape (record slots, wide trips, pending polls) was derived from the
-    pattern once, in Prepared (record_shape)."""
+    (gdc_wait). The kernel is _dataflow over records, or _flat over flat records (run.flat,
+    reads_flat); its shape (record slots, wide trips, pending polls) was derived from the pattern
+    once, in Prepared (record_shape)."""
     count, sdev = run.plan
     if count == 0:
         return
@@ -1508,17 +1519,22 @@ def _run_dataflow(run, val, vec, vector):
     vector = vector.contiguous()
     slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=not split, awaited=run.awaited,
                         R=run.block_rows)
-    ticket = _fresh_ticket(vec.device, run.claim)
     rv = run.record_values
-    ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
-    _launch_claimed(_dataflow, run, count,
-                    (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
-                     rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
-                     vec, n, vector),
-                    dict(R=run.block_rows, SENT=SENTINEL[vec.dtype],
-                         AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, PTX=not interpreting(),
-                         num_warps=run.num_warps, DIRECT=run.direct, EARLY=run.early, PDL=pdl, SPLIT=split,
-                         **run.record_shape), pdl=pdl)
+    meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], PTX=not interpreting(), num_warps=run.num_warps,
+                DIRECT=run.direct, PDL=pdl)
+    if run.flat:                                            # flat records (flat_plan): no tickets, no tables
+        _launch_claimed(_flat, run, count, (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"],
+                                            sdev["dst"], slots, vec, n, vector),
+                        dict(meta, W=run.flat_width), pdl=pdl)
+    else:
+        ticket = _fresh_ticket(vec.device, run.claim)
+        ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
+        _launch_claimed(_dataflow, run, count,
+                        (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
+                         rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
+                         vec, n, vector),
+                        dict(meta, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
+                             SPLIT=split, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
 
@@ -1598,7 +1614,7 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     A block holds at most R rows (lane j of block t writes VEC entry n + t·R + j, as in
     _dataflow_plan) and W entries. A row of more than W entries (a power-law hub) is cut into
     pieces (_hub_tree): each piece is a row of its own, without divisor or place in row order,
-    whose result only the next generation reads. Blocks follow ticket_blocks' groups in order,
+    whose result only the next generation reads. Blocks follow ticket_order's groups in order,
     a row's pieces in blocks of their own just before its group, the first generation first, so
     every dependence still lies in an earlier block; a hub of 3000 entries becomes three hops of
     one gather each, where tail_sum took 24 trips of two dependent round trips. A new block
@@ -1624,9 +1640,9 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
         block waiting for all its rows' entries (FLAT_WIDTH, FLAT_BLOCK_ROWS).
     The three schedules stay within 2 % of each other (figures/data/flat_cli_powerlaw_*)."""
     n = tables.n1
-    grp_ptr, seq = ticket_blocks(schedule, mats, 1 << 40, tickets)[:2]   # blocks as wide as a group
+    seq, group = ticket_order(schedule, mats, tickets)
     m = len(seq)
-    gid = np.repeat(np.arange(len(grp_ptr) - 1), np.diff(grp_ptr))         # by ticket position
+    gid = np.cumsum(np.r_[False, group[1:] != group[:-1]])                 # by ticket position, from 0
     lens = np.diff(tables.ent_ptr)
     has_rhs = tables.rhs >= 0
     items = lens + has_rhs
@@ -1716,17 +1732,6 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     return B, rows.to_device(host, device)
 
 
-def _flat_values(plan, values):
-    """The value half of flat records: each entry slot's value times its row's sign (1 for a
-    coefficient-1 slot, 0 for padding), each lane's divisor (1 without one) and its reciprocal."""
-    dev = plan[1]
-    pv = dev["pv"].long()
-    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * dev["sign"].to(values.dtype), (pv == -2).to(values.dtype))
-    diag = dev["diag"].long()
-    d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
-    return {"a": a, "d": d, "dinv": 1 / d}
-
-
 @triton.jit
 def _seg_add(a, fa, b, fb):
     """The segmented sum's step: a segment's first entry (flag fb) starts the sum anew."""
@@ -1783,28 +1788,6 @@ def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr,
         t += P
     if PDL:
         gdc_launch_dependents()
-
-
-def _run_flat(run, val, vec, vector):
-    """_run_dataflow over flat records: the slots (the sentinel only; the kernel reads the input
-    from the caller's vector), _flat, and the gather into row order unless the kernel stored
-    there (run.direct)."""
-    count, sdev = run.plan
-    if count == 0:
-        return
-    n = run.tables.n1
-    pdl = uses_pdl(vec.device)
-    vector = vector.contiguous()
-    slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=False, awaited=run.awaited,
-                        R=run.block_rows)
-    rv = run.record_values
-    _launch_claimed(_flat, run, count,
-                    (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"], sdev["dst"], slots, vec, n,
-                     vector),
-                    dict(R=run.block_rows, W=run.flat_width, SENT=SENTINEL[vec.dtype], PTX=not interpreting(), PDL=pdl,
-                         DIRECT=run.direct, num_warps=1), pdl=pdl)
-    if not run.direct:
-        _back(vec[n:], slots, sdev["back"], pdl)
 
 
 # ---------------------------------------------------------------- executor (d): dataflow along chains
@@ -2084,13 +2067,12 @@ class Prepared:
                 key = ("t3_flat", tickets, block_rows, W, str(device))
                 self.plan = schedule.cached(key, lambda: flat_plan(schedule, problem.matrices, self.tables,
                                                                    block_rows, tickets, device, W))
-                self.record_values = _flat_values(self.plan, self.values)
             else:
                 key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
                        str(device))
                 self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
                                                                         block_rows, tickets, device, shape["FOLD"]))
-                self.record_values = _dataflow_values(self.plan, self.values)
+            self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
             self.split = self.flat or reads_input_apart(shape)
@@ -2110,7 +2092,7 @@ class Prepared:
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
         if flow:
-            (_run_flat if self.flat else _run_dataflow)(self, val, vec, vector)
+            _run_dataflow(self, val, vec, vector)
         else:
             RUNS[self.executor](self, val, vec)
         return rows.results(self.tables, self.problem, val, vec)
