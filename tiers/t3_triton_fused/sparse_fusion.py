@@ -108,7 +108,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   Striding programs (dataflow, since 2026-11-27; CLAIMS). The ticket counter serves one atomic
   every 0.75 ns on the H100, a floor of 0.38 ms under the power-law graph's 500 000 blocks. Now
   program p of P runs blocks p, p + P, … in ticket order, launched cooperatively so that every
-  program runs (the argument then goes through without tickets), and prefetches its next record.
+  program runs (the argument then goes through without tickets), and prefetches its next record
+  (over records; over flat records nothing, _flat).
   The flag executor can stride too (STRIDING, programs_per_sm > 0), but its default stays one
   program per block (FLAG_PROGRAMS_PER_SM). A cooperative launch asks an SM for no more programs
   than the compiled kernel lets it hold (resident_per_sm).
@@ -231,7 +232,7 @@ p + P, p + 2P, … in ticket order, no atomic. The lowest unfinished block is th
 block of its program, whose earlier blocks are lower and done, and everything it waits for is
 lower still and done — if every program runs: so the launch is cooperative (all P programs
 resident at once, or the launch fails). The next block being known, the dataflow executor
-prefetches its record (tickets_ahead 2).
+prefetches its record (tickets_ahead 2), except over flat records (_flat).
 Why: on the H100 one int32 counter serves a relaxed atomic every 0.75 ns however many programs
 ask (2026-11-27, 1 056–4 224 one-warp programs, figures/data/ticket_batch_probe_*), so 500 000
 tickets — the power-law graph's blocks of 4 — cost 0.38 ms, against cuSPARSE's 0.41 ms for the
@@ -1520,8 +1521,7 @@ def _run_dataflow(run, val, vec, vector):
     slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=not split, awaited=run.awaited,
                         R=run.block_rows)
     rv = run.record_values
-    meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], PTX=not interpreting(), num_warps=run.num_warps,
-                DIRECT=run.direct, PDL=pdl)
+    meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
         _launch_claimed(_flat, run, count, (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"],
                                             sdev["dst"], slots, vec, n, vector),
@@ -1533,7 +1533,8 @@ def _run_dataflow(run, val, vec, vector):
                         (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
                          rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
                          vec, n, vector),
-                        dict(meta, AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
+                        dict(meta, PTX=not interpreting(),
+                             AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
                              SPLIT=split, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
@@ -1740,7 +1741,7 @@ def _seg_add(a, fa, b, fb):
 
 @triton.jit
 def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr, W: tl.constexpr,
-          SENT: tl.constexpr, NAP: tl.constexpr, PTX: tl.constexpr, PDL: tl.constexpr, DIRECT: tl.constexpr,
+          SENT: tl.constexpr, NAP: tl.constexpr, PDL: tl.constexpr, DIRECT: tl.constexpr,
           LOOP: tl.constexpr = True, STRIDE: tl.constexpr = True):
     """The dataflow executor over flat records (flat_plan): program p of P runs blocks p, p + P, …
     Thread k of block t reads entry slot t·W + k: position, signed value, seg. The entries are
@@ -1749,10 +1750,13 @@ def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr,
     the warp (_seg_add), which leaves each row's sum r on its last slot's thread; that thread
     divides (r·(1/d) with one Markstein correction, as _finish), stores lane j's result at VEC
     entry N_IN + t·R + j and, with DIRECT, at OUT[dst], its place in row order. The divisors are
-    loaded with the record, before the gather, so that no load waits after it; with PTX the next
-    block's record and divisors are asked of L1 while this one waits. PDL: as _dataflow's. LOOP
-    and STRIDE are what _launch_claimed gives every sync-free kernel; _flat always strides
-    (reads_flat)."""
+    loaded with the record, before the gather, so that no load waits after it. Nothing is
+    prefetched: the kernel is bound by L2 throughput, not by waiting (Nsight Compute, H200,
+    2026-11-28: L2 76–82 % busy, L1 hit rate 0), and asking L1 for the next block's record, as
+    _dataflow does, only added L2 requests — without it sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv
+    took 0.203 / 0.168 / 0.242 ms against 0.214 / 0.187 / 0.245 (figures/data/flat_prefetch_ab_*).
+    PDL: as _dataflow's. LOOP and STRIDE are what _launch_claimed gives every sync-free kernel;
+    _flat always strides (reads_flat)."""
     t = tl.program_id(0)
     P = tl.num_programs(0)
     k = tl.arange(0, W)
@@ -1767,13 +1771,6 @@ def _flat(PX, N_BLK, PA, SEG, D, DINV, DST, VEC, OUT, N_IN, IN, R: tl.constexpr,
         lane = t * R + (seg >> 2)
         d = tl.load(D + lane, mask=last, other=1.0)
         dinv = tl.load(DINV + lane, mask=last, other=1.0)
-        if PTX:
-            nxt = tl.where(t + P < N_BLK, t + P, t)
-            _ask_l1(PX + nxt * W + k)
-            _ask_l1(PA + nxt * W + k)
-            _ask_l1(SEG + nxt * W + k)
-            _ask_l1(D + nxt * R + k % R)
-            _ask_l1(DINV + nxt * R + k % R)
         m = px >= 0
         xp = tl.where(px < N_IN, IN + px, VEC + px)
         x = tl.load(xp, mask=m, other=0.0, volatile=True)
