@@ -1036,11 +1036,12 @@ def test_t2_checks_the_schedule_it_does_not_follow():
 # ---------------------------------------------------------------- held factor rows (sparse_rows.held_fetch)
 
 def test_held_shape_and_budget():
-    """(W, S, C) covers the longest factor row, the most steps and the most pairs of a step, as
-    powers of two; lanes · S · C over HELD_BUDGET walk instead, and one row wider than
-    HELD_WIDTH makes the whole pattern walk."""
+    """(W, S, C) covers the held rows' most entries touched, most steps and most pairs of a step,
+    as powers of two; lanes · S · C over HELD_BUDGET walk instead. An ILU(0) row holds the
+    entries its steps touch, not its whole row: a full first row costs nothing, while a row
+    touching more than HELD_WIDTH entries walks on its own."""
     tables = rows.row_tables("spilu0_sptrsv", sm.poisson2d(6))
-    assert tables.held_shape == (8, 2, 2)             # 5 entries, 2 steps (west, south), at most 2 pairs
+    assert tables.held_shape == (4, 2, 2) and not tables.walks    # west, south and the diagonal of 5 entries
     t27 = rows.row_tables("spilu0_sptrsv", sm.poisson3d(3, points=27))
     W, S, C = t27.held_shape
     assert (W, S) == (32, 16) and W >= 27 and S >= 13
@@ -1051,8 +1052,63 @@ def test_held_shape_and_budget():
     A = np.eye(n) * (2.0 * n)
     A[0, :] = A[:, 0] = 1.0
     A[0, 0] = 2.0 * n
-    assert rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A)).held_shape == (0, 0, 0)
-    assert rows.row_tables("spic0_sptrsv", sp.csr_matrix(A)).held_shape != (0, 0, 0)   # tril rows are ≤ 2 wide
+    arrow = rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A))
+    assert arrow.held_shape == (2, 2, 2) and not arrow.walks       # row i touches l_i0 and u_ii only
+    assert rows.row_tables("spic0_sptrsv", sp.csr_matrix(A)).held_shape == (2, 2, 2)   # tril rows are ≤ 2 wide
+    last = rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A[::-1, ::-1]))    # the last row full instead
+    assert last.walks and last.hold_len[-1] == 0 and (last.hold_len[:-1] == 0).all()   # its span is n
+
+
+def test_held_spans():
+    """held_spans: a held row holds its entries up to the last one its steps touch (every step
+    entry and pair target of the row lies in that prefix, and the last one ends it), and the rows
+    outside HOLD_SHARE's shape hold nothing; on a power-law graph that shape is far narrower than
+    its longest rows."""
+    A = sd.csr(sm.powerlaw_laplacian(400, seed=3))
+    t = rows.row_tables("spilu0_sptrsv", A)
+    for v in range(t.n1):
+        steps = t.ent_val[t.ent_ptr[v]:t.ent_ptr[v + 1]].astype(np.int64)
+        if t.hold_len[v]:
+            targets = np.concatenate([t.upd_a[t.upd_ptr[p]:t.upd_ptr[p + 1]] for p in steps])
+            local = np.concatenate([steps, targets]) - t.fac_ptr[v]
+            assert local.min() >= 0 and local.max() + 1 == t.hold_len[v] <= t.fac_ptr[v + 1] - t.fac_ptr[v]
+    busy = np.diff(t.ent_ptr[:t.n1 + 1]) > 0
+    W, S, C = t.held_shape
+    assert t.hold_len.max() <= W < int(np.diff(A.indptr).max())
+    assert (t.hold_len[busy] > 0).mean() >= rows.HOLD_SHARE - 3 * (1 - rows.HOLD_SHARE) - 1 / busy.sum()
+
+
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+@pytest.mark.parametrize("runner", ["t2", "levels", "syncfree", "syncfree-fused"])
+def test_held_and_walked_rows_together(pair, runner, monkeypatch):
+    """With HOLD_SHARE low, some factor rows are held and the others walk in the same launches
+    (WALK) — ILU(0) on a power-law graph, IC(0) on the 27-point stencil, whose boundary rows are
+    shorter (the graph's rows of tril(A) are all alike): t2, the level executor and the flag
+    executor (rows apart, and rows fused with their solve rows, held and walked) still give t0's
+    factor and solve."""
+    monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+    monkeypatch.setattr(rows, "_PATTERNS", {})          # no tables cached under the old share
+    gen, size = ("powerlaw_laplacian", 60) if pair == "spilu0_sptrsv" else ("poisson3d_27", 27)
+    mats = operands(pair, matrix(gen, size, 5))
+    t = rows.row_tables(pair, *mats)
+    busy = np.diff(t.ent_ptr[:t.n1 + 1]) > 0
+    held = t.hold_len > 0
+    assert t.walks and held.any() and (busy & ~held).any() and t.held(2) != (0, 0, 0)
+    b = np.random.default_rng(11).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, "float64", ("held_walked", pair))
+    v = _vector(b, "float64")
+    if runner == "t2":
+        out = t2.prepare(pair, *mats, like=v)(v)
+    else:
+        kind = "sparse_fusion" if runner == "syncfree-fused" else "wavefront"
+        run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind),
+                         executor=runner.split("-")[0], block_rows=2)
+        if runner == "syncfree-fused":
+            fuse = t3.fused_rows(run.schedule, mats)
+            fuse = fuse[:t.n1]
+            assert run.fused > 0 and (fuse[~held & busy] >= 0).any() and (fuse[held] >= 0).any()
+        out = run(v)
+    _check(out, ref, pair, mats, "float64", f"{runner} held and walked")
 
 
 def test_held_work_bound(monkeypatch):

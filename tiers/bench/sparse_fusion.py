@@ -308,7 +308,8 @@ def cupy_status() -> str:
 
 
 def cupy_call(provider: str, pair: str, mats, v_torch):
-    """(call, outputs-after-call) for the cuSPARSE anchors on the device arrays of `mats`.
+    """A call that runs the cuSPARSE anchor (or CuPy's public calls) on the device arrays of `mats`
+    and returns the pair's outputs.
     Raises NotImplementedError with the reason when the library lacks a kernel."""
     import cupy
     import cupyx.scipy.sparse as csp

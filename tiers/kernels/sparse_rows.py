@@ -18,9 +18,13 @@ values:
 
 A factor row walks its steps one after another — step s reads what step s − 1 wrote — so the
 latency of one step is paid as many times as the row has entries below the diagonal, and every
-row on the DAG's critical path pays it. Rows of at most HELD_WIDTH entries are therefore *held*
-(held_fetch, held_finish): the row, its pivots and every update pair's finished operand are
-loaded at once, the steps run on registers, and the row is stored once at the end.
+row on the DAG's critical path pays it. Rows are therefore *held* (held_fetch, held_finish): the
+row's entries up to the last one its steps touch, its pivots and every update pair's finished
+operand are loaded at once, the steps run on registers, and those entries are stored once at
+the end. An ILU(0) row touches its entries below the diagonal and the targets of their pairs,
+not the rest of its upper part (u_ij = a_ij there), so a row holds a prefix of itself. The
+rare rows whose shape lies outside what nearly all rows need walk in memory beside them
+(HOLD_SHARE).
 
 VAL is one buffer holding the values of every matrix of the pair (or the factor being computed)
 and VEC one buffer holding the input vector and both outputs, so an iteration of either kernel
@@ -41,7 +45,28 @@ from tiers import sparse_dags as dags
 from tiers.validation import check_factor_pivots
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
-HELD_WIDTH = 64                  # factor rows of at most this many entries are held (held_fetch)
+HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
+HOLD_SHARE = 0.999
+"""The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
+its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
+same blocks (factor_iterations, t3's _syncfree). Every held step does [C, W] one-hot work, so a
+shape sized for the longest row would make a million short rows pay for a few hubs. On the
+power-law graph (1M nodes, m = 3) an ILU(0) row holds 4 entries in 3 steps of 1 pair at the
+median, and the hubs' rows are thousands of entries long; before, any row wider than HELD_WIDTH
+made every row walk. Now the shape is 8 · 4 · 2 with 940 rows walked. Measured on an H200
+(2026-11-29, float64, flag executor, 3 interleaved rounds in one call, every output checked
+first, figures/data/held_spans_ab_*): the power-law ILU(0) pair 2.35 ms against 2.91 with the
+sparse-fusion schedule (cuSPARSE in the same rounds 2.66: 1.13× instead of 0.91×) and 3.12
+against 3.56 with wavefront; R = 8 instead of 4, 2.56. On the grids every interior row has the
+same shape and none walks; their times did not move (27-point ILU(0) 5.59 against 5.47 ms,
+IC(0) 5.65 against 5.92, 3D ILU(0) 1.26 against 1.28, within the rounds' spread).
+
+Tried, not kept (same day, figures/data/held_lists_ab_*): a held row as a list of exactly the
+entries its steps touch, read through an index table, and the steps' local indices through a
+second one. On the power-law ILU(0) as fast or faster (2.12 against 2.72 ms, shape 8 · 4 · 2
+with 238 rows walked), but on the 27-point and 3D grids 6–17 % slower than the windows
+(27-point ILU(0) 5.68 against 5.39 ms, IC(0), whose lists are its whole rows, 6.92 against 5.97):
+the gathers cost more than the narrower lists saved."""
 HELD_WORK = 16384
 """Steps · pairs · entries (S · C · W) of a held row at most: a held step picks its pairs out of
 registers by one-hot sums over [C, W], S times a row, so past some size the walk in memory is
@@ -388,21 +413,25 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
 
 
 @triton.jit
-def held_fetch(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
+def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
-    """The positions a held factor row v[ok] works on, none of which another iteration writes: its
-    entries (an [R, W] window from FAC_PTR[v]), its steps ([R, S]: local index of the entry, pivot
-    position) and each step's update pairs ([R, S, C]: local index of the entry in this row,
-    position of the other operand; −1 where a step has fewer pairs). W, S, C: powers of two at
-    least the longest row, the most steps and the most pairs of one step (RowTables.held)."""
-    row0 = tl.load(FAC_PTR + v, mask=ok, other=0)
-    row1 = tl.load(FAC_PTR + v + 1, mask=ok, other=0)
-    at = row0[:, None] + tl.arange(0, W)[None, :]
-    inrow = ok[:, None] & (at < row1[:, None])
+    """Which factor rows v[ok] are held, and the positions a held one works on, none of which
+    another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
+    RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and each
+    step's update pairs ([R, S, C]: local index of the entry in this row, position of the other
+    operand; −1 where a step has fewer pairs). W, S, C: powers of two at least the held rows' most
+    entries held, most steps and most pairs of one step (RowTables.held). A row is held when it
+    holds entries or has no steps (it holds nothing and changes nothing, but a solve fused with
+    it runs from the held path); the others walk in memory (factor_rows)."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    span = tl.load(HOLD_LEN + v, mask=ok, other=0)
+    hold = ok & ((span > 0) | (end == start))
+    row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
+    at = row0[:, None] + tl.arange(0, W)[None, :]
+    inrow = hold[:, None] & (tl.arange(0, W)[None, :] < span[:, None])
     e = start[:, None] + tl.arange(0, S)[None, :]
-    sm = ok[:, None] & (e < end[:, None])
+    sm = hold[:, None] & (e < end[:, None])
     p = tl.load(ENT_VAL + e, mask=sm, other=0)
     aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
     u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
@@ -411,7 +440,8 @@ def held_fetch(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
     tm = sm[:, :, None] & (t < u1[:, :, None])
     mine = tl.where(tm, tl.load(UPD_A + t, mask=tm, other=0) - row0[:, None, None], -1)   # −1: no pair
     other = tl.load(UPD_B + t, mask=tm, other=-1)
-    return at, inrow, tl.max(end - start, 0), sm, p - row0[:, None], aux, mine, other, row0
+    steps = tl.max(tl.where(hold, end - start, 0), 0)
+    return hold, at, inrow, steps, sm, p - row0[:, None], aux, mine, other, row0
 
 
 @triton.jit
@@ -425,12 +455,13 @@ def _pick(x, sel, axis: tl.constexpr):
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
                 W: tl.constexpr, S: tl.constexpr):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
-    one round of loads (the row, its pivots, the other operand of every pair: entries of finished
-    rows), the steps, one store; returns the finished row ([R, W]). ILU: l = w[k] / pivot, then
-    w[j] −= l · u_kj for the step's pairs. IC: w[j] = (w[j] − Σ w[k] · l_jk) / pivot for j < i.
-    The diagonal step, always the row's last, pairs every other entry of the row with itself,
-    l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot gather of its pairs from
-    registers (which every step paid for before: 27-point IC(0) then took 1.75× ILU(0)'s time)."""
+    one round of loads (the entries held, the pivots, the other operand of every pair: entries of
+    finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
+    l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs. IC: w[j] = (w[j] − Σ w[k] ·
+    l_jk) / pivot for j < i. The diagonal step, always the row's last, pairs every other entry of
+    the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot
+    gather of its pairs from registers (which every step paid for before: 27-point IC(0) then took
+    1.75× ILU(0)'s time)."""
     cols = tl.arange(0, W)
     w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
     piv = tl.load(VAL + aux, mask=sm & (aux >= 0), other=1.0, cache_modifier=".cg")
@@ -468,36 +499,40 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
 def held_solve(w, x_at, x, b, d_loc, W: tl.constexpr):
     """Row i of the triangular solve that follows a factor, x_i = (b_i − Σ_{j<i} l_ij·x_j) / d_i,
     from factor row i as held_finish left it on registers (w, [R, W]): x holds x_j where x_at ≥ 0
-    (the row's entries l_ij, RowTables.solve_x_at), d_loc the local index of the divisor l_ii
-    (IC(0)), or −1 for ILU(0)'s unit diagonal."""
+    (the row's entries l_ij, RowTables.solve_x_at; every one is a step, so held), d_loc the local
+    index of the divisor l_ii (IC(0)), or −1 for ILU(0)'s unit diagonal."""
     d = tl.where(d_loc >= 0, _pick(w, tl.arange(0, W)[None, :] == d_loc[:, None], 1), 1.0)
     return _div(b - tl.sum(tl.where(x_at >= 0, w * x, 0.0), 1), d)
 
 
 @triton.jit
-def factor_iterations(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
-                      FACTOR: tl.constexpr, CHUNK: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-                      C: tl.constexpr):
-    """Factor rows v[ok]: held (W > 0) or walked in memory (factor_rows)."""
+def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
+                      FACTOR: tl.constexpr, CHUNK: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
+                      WALK: tl.constexpr):
+    """Factor rows v[ok]: the held ones on registers (W > 0), the others walked in memory
+    (factor_rows), which WALK says some rows are (RowTables.walks)."""
     if W > 0:
-        at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-            v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+        hold, at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
         held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+        if WALK:
+            factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
     else:
         factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
 
 
 @triton.jit
 def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
-               VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr,
-               S: tl.constexpr, C: tl.constexpr):
+               HOLD_LEN, VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr,
+               WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr):
     """Iterations v[ok] of either kernel of a pair (KIND[v]: 0 affine, else a factor row); they
     must be independent of each other. FACTOR (0, ILU, IC) says which factor rows the pair has;
-    without one, VAL never changes during the run. W, S, C: RowTables.held."""
+    without one, VAL never changes during the run. W, S, C: RowTables.held; WALK:
+    RowTables.walks."""
     if FACTOR != 0:
         fac = tl.load(KIND + v, mask=ok, other=0) != 0
-        factor_iterations(v, ok & fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK,
-                          W, S, C)
+        factor_iterations(v, ok & fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
+                          FACTOR, CHUNK, W, S, C, WALK)
         affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK,
                     WIDE)
     else:
@@ -537,9 +572,11 @@ class RowTables:
     factor_pattern: tuple       # factor pairs: (indptr, indices) of the factor, A's or tril(A)'s
 
     fac_ptr: np.ndarray         # factor pairs: [n1+1] VAL positions of each factor row (the pattern's indptr)
+    hold_len: np.ndarray        # factor pairs: [n1] leading entries row v holds (held_spans; 0: none)
+    hold_shape: tuple           # (W, S, C) the held rows need (held_spans), (0, 0, 0) without factor rows
 
     ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst",
-              "fac_ptr")
+              "fac_ptr", "hold_len")
 
     @functools.cached_property
     def longest(self) -> int:
@@ -552,23 +589,23 @@ class RowTables:
 
     @functools.cached_property
     def held_shape(self) -> tuple:
-        """(W, S, C) of held_fetch for this pair's factor rows: powers of two at least the longest
-        row, the most steps of a row and the most update pairs of a step; (0, 0, 0) without
-        factor rows, when some row has more than HELD_WIDTH entries, or when S · C · W passes
-        HELD_WORK."""
+        """(W, S, C) of held_fetch for this pair's held factor rows: powers of two at least their
+        most entries held, most steps and most update pairs of a step (held_spans); (0, 0, 0)
+        without factor rows, or when S · C · W passes HELD_WORK (then every row walks)."""
         W, S, C = self.row_shape
         return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
 
-    @functools.cached_property
+    @property
     def row_shape(self) -> tuple:
-        """held_shape before the HELD_WORK bound: (W, S, C) of rows of at most HELD_WIDTH entries,
-        else (0, 0, 0)."""
-        if not self.factor or np.diff(self.fac_ptr).max(initial=0) > HELD_WIDTH:
-            return 0, 0, 0
-        steps = np.diff(self.ent_ptr[:self.n1 + 1])
-        pairs = np.diff(self.upd_ptr)[self.ent_val[:self.ent_ptr[self.n1]]]
-        return tuple(max(2, triton.next_power_of_2(int(x.max(initial=1))))
-                     for x in (np.diff(self.fac_ptr), steps, pairs))
+        """held_shape before the HELD_WORK bound."""
+        return self.hold_shape
+
+    @functools.cached_property
+    def walks(self) -> bool:
+        """Whether some factor row with steps holds nothing (held_spans) and walks in memory beside
+        the held ones: the kernels' WALK."""
+        steps = np.diff(self.ent_ptr[:self.n1 + 1]) > 0
+        return bool(self.factor) and bool((steps & (self.hold_len == 0)).any())
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
@@ -652,6 +689,37 @@ def _factor(S, factor):
                 rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
 
 
+def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
+    """(hold_len, (W, S, C)) of a factor pair's rows. A row's steps touch its step entries and the
+    targets of their pairs (ILU(0): the entries below the diagonal and the u_ij they update;
+    IC(0): its whole row of tril(A)); it holds its entries up to the last of them, a prefix of
+    the row, so that a held entry's place is its offset in the row. Row v is held if that span,
+    its steps and its most pairs of a step each lie within what HOLD_SHARE of the rows with steps
+    need, and the span is at most HELD_WIDTH; (W, S, C) are the held rows' largest, as powers of
+    two (at least 2). A row without steps holds nothing and does nothing; a row with steps and no
+    span walks."""
+    n1 = int(n1)
+    p = ent_val[:int(ent_ptr[n1])].astype(np.int64)
+    srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
+    steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
+    cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
+    first = np.repeat(upd_ptr[p].astype(np.int64) - (np.cumsum(cnt) - cnt), cnt)
+    touched = np.concatenate([p, upd_a[first + np.arange(int(cnt.sum()))].astype(np.int64)])
+    row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
+    span = np.zeros(n1, np.int64)
+    np.maximum.at(span, row_of, touched - fac_ptr[row_of] + 1)
+    pairs = np.zeros(n1, np.int64)
+    np.maximum.at(pairs, srow, cnt)
+    busy = steps > 0
+    fits = busy & (span <= HELD_WIDTH)
+    for x in (span, steps, pairs):
+        xs = np.sort(x[busy])
+        if len(xs):
+            fits &= x <= xs[max(0, int(np.ceil(HOLD_SHARE * len(xs))) - 1)]
+    shape = tuple(max(2, triton.next_power_of_2(int(x[fits].max(initial=1)))) for x in (span, steps, pairs))
+    return np.where(fits, span, 0), shape
+
+
 def row_tables(pair: str, *matrices) -> RowTables:
     """The tables of `pair` on canonical CSR `matrices` (tiers/sparse_dags.py: csr())."""
     dags.check_pair(pair)
@@ -689,11 +757,16 @@ def row_tables(pair: str, *matrices) -> RowTables:
     ent_ptr = np.zeros(n + n2 + 1, np.int64)
     np.cumsum(cat.pop("count"), out=ent_ptr[1:])
     i32 = {k: np.ascontiguousarray(v, dtype=np.int32) for k, v in cat.items()}
+    if factor:
+        hold_len, shape = held_spans(n, ent_ptr, cat["ent_val"], upd[0], upd[1], pattern[0])
+    else:
+        hold_len, shape = np.zeros(1), (0, 0, 0)
     return RowTables(pair, n, n2, factor, ent_ptr=ent_ptr.astype(np.int32),
                      upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32),
                      upd_b=upd[2].astype(np.int32), val_from=val_from,
                      vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
-                     factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32), **i32)
+                     factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32),
+                     hold_len=hold_len.astype(np.int32), hold_shape=shape, **i32)
 
 
 # ---------------------------------------------------------------- what both Triton tiers do around a launch

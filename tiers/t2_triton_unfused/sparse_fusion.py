@@ -32,18 +32,20 @@ CHUNK = 8
 
 @triton.jit
 def _rows(ITER, START, COUNT, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
-          VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr,
-          WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
+          HOLD_LEN, VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr,
+          CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
+          WALK: tl.constexpr):
     """Rows ITER[START + pid·R …] of one level of one kernel. WHAT: 0 an SpMV or SpTRSV row,
     1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed; W, S, C: held
-    factor rows (RowTables.held)."""
+    factor rows (RowTables.held), WALK: some walk beside them (RowTables.walks)."""
     at = START + tl.program_id(0) * R + tl.arange(0, R)
     ok = at < START + COUNT
     v = tl.load(ITER + at, mask=ok, other=0)
     if WHAT == 0:
         affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, STATIC, CHUNK, WIDE)
     else:
-        factor_iterations(v, ok, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, WHAT, CHUNK, W, S, C)
+        factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, WHAT,
+                          CHUNK, W, S, C, WALK)
 
 
 def _rows_per_program(count: int) -> int:
@@ -91,8 +93,9 @@ class Prepared:
         wide = t.wide(CHUNK)
         for start, count, what, R, grid in self.launches:
             _rows[(grid,)](self.iter, start, count, d["ent_ptr"], d["ent_val"], d["ent_aux"], d["upd_ptr"],
-                           d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], d["fac_ptr"], val,
-                           vec, WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide,
+                           d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], d["fac_ptr"],
+                           d["hold_len"], val, vec, WHAT=what, STATIC=t.factor == 0,
+                           R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
                            **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
                            num_warps=1 if R <= 8 else 2)
         return rows.results(t, self.problem, val, vec)

@@ -474,8 +474,9 @@ def executor_rule(device, schedule) -> str:
 
 @triton.jit
 def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG,
-           SIGN, DST, FAC_PTR, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr, CHUNK: tl.constexpr,
-           WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
+           SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr,
+           CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
+           WALK: tl.constexpr):
     """Partitions P0 + pid·LANES … of one level, walked in lockstep."""
     p = P0 + tl.program_id(0) * LANES + tl.arange(0, LANES)
     ok = p < P0 + NPART
@@ -485,7 +486,7 @@ def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR,
         step = ok & (first + k < last)
         v = tl.load(ORDER + first + k, mask=step, other=0)
         iterations(v, step, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-                   FAC_PTR, VAL, VEC, FACTOR, CHUNK, WIDE, W, S, C)
+                   FAC_PTR, HOLD_LEN, VAL, VEC, FACTOR, CHUNK, WIDE, W, S, C, WALK)
         tl.debug_barrier()
 
 
@@ -524,7 +525,7 @@ def _run_levels(run, val, vec):
         W, S, C = run.tables.held(lanes)
         _level[(grid,)](p0, P, sdev["part_ptr"], sdev["order"], *args, val, vec, FACTOR=run.tables.factor,
                         LANES=lanes, CHUNK=CHUNK, WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C,
-                        num_warps=run.num_warps)
+                        WALK=run.tables.walks, num_warps=run.num_warps)
 
 
 # ---------------------------------------------------------------- executor (b): one sync-free launch
@@ -592,15 +593,18 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 
 @triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, VAL, VEC, FUSE, X_AT, FACTOR: tl.constexpr, R: tl.constexpr,
-              CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-              C: tl.constexpr, FUSED: tl.constexpr, LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FUSE, X_AT,
+              FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
+              W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
+              LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
-    program sleeps between polls. FUSED (fused_rows): a factor row v with FUSE[v] ≥ 0 also
-    solves that row, x_i = (b_i − Σ_{j<i} l_ij·x_j) / d_i — held rows from the registers the
-    factor row ends in (X_AT: RowTables.solve_x_at), walked rows from memory."""
+    program sleeps between polls. W > 0: factor rows with held entries are held (held_fetch), and
+    with WALK the others walk in memory beside them; W = 0: every factor row walks. FUSED
+    (fused_rows): a factor row v with FUSE[v] ≥ 0 also solves that row, x_i = (b_i − Σ_{j<i}
+    l_ij·x_j) / d_i — held rows from the registers the factor row ends in (X_AT:
+    RowTables.solve_x_at), walked rows from memory."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -618,21 +622,24 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         # what no other block writes is read before waiting: after the wait, one round of loads
         start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
             v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
-        if W > 0:    # held factor rows: their positions too, three dependent loads off the critical path
-            w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                v, fac, FAC_PTR, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+        if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
+            hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+            walk = fac & ~hold
+        else:
+            walk = fac
         if FUSED:    # the solve row each factor row carries, and (held) where its x_j are
             v2 = tl.load(FUSE + v, mask=fac, other=-1)
             two = fac & (v2 >= 0)
             if W > 0:
                 x_at = tl.load(X_AT + w_at, mask=inrow & two[:, None], other=-1)
-                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two, other=0), mask=two, other=0.0)
-                d_at = tl.load(DIAG + v2, mask=two, other=-1)
+                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two & hold, other=0), mask=two & hold, other=0.0)
+                d_at = tl.load(DIAG + v2, mask=two & hold, other=-1)
                 d_loc = tl.where(d_at >= 0, d_at - row0, -1)
-                dst2 = tl.load(DST + v2, mask=two, other=0)
-            else:    # walked rows solve from memory: their tables now, off the critical path
-                start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2 = affine_fetch(
-                    v2, two, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
+                dst2 = tl.load(DST + v2, mask=two & hold, other=0)
+            if W == 0 or WALK:    # walked rows solve from memory: their tables now, off the critical path
+                start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w = affine_fetch(
+                    v2, two & walk, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
         dep_end = tl.load(DEP_PTR + t + 1)
         for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
             at = q + tl.arange(0, DEPS)
@@ -650,12 +657,12 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
             if FUSED:
-                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two)
-        elif FACTOR != 0:
-            factor_rows(v, ok & fac, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two & hold)
+        if FACTOR != 0 and (W == 0 or WALK):
+            factor_rows(v, walk, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
             if FUSED:                      # factor_rows ends at a barrier: the row is there for all
-                affine_finish(two, start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2, ENT_VAL, ENT_AUX,
-                              VAL, VEC, False, CHUNK, 0, False, 0, 0, WIDE)
+                affine_finish(two & walk, start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w, ENT_VAL,
+                              ENT_AUX, VAL, VEC, False, CHUNK, 0, False, 0, 0, WIDE)
         affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
                       FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
         tl.debug_barrier()                 # every thread's stores issued before the flag goes up
@@ -841,7 +848,8 @@ def _run_syncfree(run, val, vec):
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
                      *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"]),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
-                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, FUSED=fused > 0, num_warps=run.num_warps))
+                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
+                         num_warps=run.num_warps))
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
