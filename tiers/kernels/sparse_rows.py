@@ -57,7 +57,8 @@ made every row walk. Now the shape is 8 · 4 · 2 with 940 rows walked. Measured
 (2026-11-29, float64, flag executor, 3 interleaved rounds in one call, every output checked
 first, figures/data/held_spans_ab_*): the power-law ILU(0) pair 2.35 ms against 2.91 with the
 sparse-fusion schedule (cuSPARSE in the same rounds 2.66: 1.13× instead of 0.91×) and 3.12
-against 3.56 with wavefront; R = 8 instead of 4, 2.56. On the grids every interior row has the
+against 3.56 with wavefront; R = 8 instead of 4, 2.56. The package CLI on the next lease gave
+2.68 against cuSPARSE's 2.72 (figures/data/held_spans_cli_powerlaw_*). On the grids every interior row has the
 same shape and none walks; their times did not move (27-point ILU(0) 5.59 against 5.47 ms,
 IC(0) 5.65 against 5.92, 3D ILU(0) 1.26 against 1.28, within the rounds' spread).
 
