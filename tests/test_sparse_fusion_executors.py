@@ -1059,23 +1059,47 @@ def test_held_shape_and_budget():
     assert last.walks and last.hold_len[-1] == 0 and (last.hold_len[:-1] == 0).all()   # its span is n
 
 
+def _check_spans(t, share):
+    """held_spans' promises on the tables t, built at HOLD_SHARE = share: a held row holds its
+    entries up to the last one its steps touch (every step entry and pair target of the row lies
+    in that prefix, the last one ends it, and it is at most HELD_WIDTH); (W, S, C) covers every
+    held row; at least `share` of the rows with steps are held, less the rows that tie at each of
+    the three quantiles and those wider than HELD_WIDTH; rows without steps hold nothing."""
+    W, S, C = t.hold_shape
+    busy = np.diff(t.ent_ptr[:t.n1 + 1]) > 0
+    assert (t.hold_len[~busy] == 0).all()
+    for v in np.flatnonzero(busy):
+        steps = t.ent_val[t.ent_ptr[v]:t.ent_ptr[v + 1]].astype(np.int64)
+        pairs = t.upd_ptr[steps + 1] - t.upd_ptr[steps]
+        local = np.concatenate([steps] + [t.upd_a[t.upd_ptr[p]:t.upd_ptr[p + 1]] for p in steps]) - t.fac_ptr[v]
+        span = int(local.max()) + 1
+        assert local.min() >= 0 and span <= t.fac_ptr[v + 1] - t.fac_ptr[v]
+        if t.hold_len[v]:
+            assert t.hold_len[v] == span <= min(W, rows.HELD_WIDTH) and len(steps) <= S and pairs.max() <= C
+        else:                                  # a row that fits the shape is held
+            assert span > W or len(steps) > S or pairs.max() > C or span > rows.HELD_WIDTH
+    if busy.any():
+        assert (t.hold_len[busy] > 0).mean() >= 1 - 3 * (1 - share) - 1 / busy.sum() or \
+            (np.diff(t.fac_ptr)[busy] > rows.HELD_WIDTH).any()
+
+
 def test_held_spans():
-    """held_spans: a held row holds its entries up to the last one its steps touch (every step
-    entry and pair target of the row lies in that prefix, and the last one ends it), and the rows
-    outside HOLD_SHARE's shape hold nothing; on a power-law graph that shape is far narrower than
-    its longest rows."""
+    """held_spans on a power-law graph: its promises (_check_spans), and a shape far narrower than
+    the graph's longest rows."""
     A = sd.csr(sm.powerlaw_laplacian(400, seed=3))
     t = rows.row_tables("spilu0_sptrsv", A)
-    for v in range(t.n1):
-        steps = t.ent_val[t.ent_ptr[v]:t.ent_ptr[v + 1]].astype(np.int64)
-        if t.hold_len[v]:
-            targets = np.concatenate([t.upd_a[t.upd_ptr[p]:t.upd_ptr[p + 1]] for p in steps])
-            local = np.concatenate([steps, targets]) - t.fac_ptr[v]
-            assert local.min() >= 0 and local.max() + 1 == t.hold_len[v] <= t.fac_ptr[v + 1] - t.fac_ptr[v]
-    busy = np.diff(t.ent_ptr[:t.n1 + 1]) > 0
-    W, S, C = t.held_shape
-    assert t.hold_len.max() <= W < int(np.diff(A.indptr).max())
-    assert (t.hold_len[busy] > 0).mean() >= rows.HOLD_SHARE - 3 * (1 - rows.HOLD_SHARE) - 1 / busy.sum()
+    _check_spans(t, rows.HOLD_SHARE)
+    assert t.hold_len.max() <= t.held_shape[0] < int(np.diff(A.indptr).max())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS), share=st.sampled_from([0.3, 0.6, 0.9, 0.999, 1.0]))
+def test_held_spans_property(gen, size, seed, pair, share):
+    """_check_spans over every generator, size, seed and factor pair, at several shares."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rows, "HOLD_SHARE", share)
+        _check_spans(rows.row_tables(pair, *operands(pair, matrix(gen, size, seed))), share)
 
 
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)

@@ -53,7 +53,9 @@ same blocks (factor_iterations, t3's _syncfree). Every held step does [C, W] one
 shape sized for the longest row would make a million short rows pay for a few hubs. On the
 power-law graph (1M nodes, m = 3) an ILU(0) row holds 4 entries in 3 steps of 1 pair at the
 median, and the hubs' rows are thousands of entries long; before, any row wider than HELD_WIDTH
-made every row walk. Now the shape is 8 · 4 · 2 with 940 rows walked. Measured on an H200
+made every row walk. Now the shape is 8 · 4 · 2 with 940 rows walked in the measurements
+below, and 730 since a row that fits the shape's powers of two is held too (held_spans; that
+last refinement was not measured on a GPU, the device time was spent). Measured on an H200
 (2026-11-29, float64, flag executor, 3 interleaved rounds in one call, every output checked
 first, figures/data/held_spans_ab_*): the power-law ILU(0) pair 2.35 ms against 2.91 with the
 sparse-fusion schedule (cuSPARSE in the same rounds 2.66: 1.13× instead of 0.91×) and 3.12
@@ -696,21 +698,27 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     IC(0): its whole row of tril(A)); it holds its entries up to the last of them, a prefix of
     the row, so that a held entry's place is its offset in the row. Row v is held if that span,
     its steps and its most pairs of a step each lie within what HOLD_SHARE of the rows with steps
-    need, and the span is at most HELD_WIDTH; (W, S, C) are the held rows' largest, as powers of
-    two (at least 2). A row without steps holds nothing and does nothing; a row with steps and no
-    span walks."""
+    need, and the span is at most HELD_WIDTH; (W, S, C) are those rows' largest, as powers of
+    two (at least 2), and every row within them is held too. A row without steps holds nothing
+    and does nothing; a row with steps and no span walks."""
     n1 = int(n1)
     p = ent_val[:int(ent_ptr[n1])].astype(np.int64)
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
     cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
     first = np.repeat(upd_ptr[p].astype(np.int64) - (np.cumsum(cnt) - cnt), cnt)
-    touched = np.concatenate([p, upd_a[first + np.arange(int(cnt.sum()))].astype(np.int64)])
+    mark = np.zeros(len(upd_ptr) - 1, dtype=bool)             # VAL positions some step touches
+    mark[p] = True
+    mark[upd_a[first + np.arange(int(cnt.sum()))]] = True
+    touched = np.flatnonzero(mark)                           # ascending, so rows in order
     row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
+    last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry
     span = np.zeros(n1, np.int64)
-    np.maximum.at(span, row_of, touched - fac_ptr[row_of] + 1)
+    span[row_of[last]] = touched[last] - fac_ptr[row_of[last]] + 1
     pairs = np.zeros(n1, np.int64)
-    np.maximum.at(pairs, srow, cnt)
+    if len(cnt):                                             # steps are listed row by row
+        heads = np.flatnonzero(np.r_[True, srow[1:] != srow[:-1]])
+        pairs[srow[heads]] = np.maximum.reduceat(cnt, heads)
     busy = steps > 0
     fits = busy & (span <= HELD_WIDTH)
     for x in (span, steps, pairs):
@@ -718,6 +726,8 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
         if len(xs):
             fits &= x <= xs[max(0, int(np.ceil(HOLD_SHARE * len(xs))) - 1)]
     shape = tuple(max(2, triton.next_power_of_2(int(x[fits].max(initial=1)))) for x in (span, steps, pairs))
+    W, S, C = shape           # a row that fits the powers of two costs no more held than its peers
+    fits = busy & (span <= min(W, HELD_WIDTH)) & (steps <= S) & (pairs <= C)
     return np.where(fits, span, 0), shape
 
 
