@@ -60,9 +60,10 @@ last refinement was not measured on a GPU, the device time was spent). Measured 
 first, figures/data/held_spans_ab_*): the power-law ILU(0) pair 2.35 ms against 2.91 with the
 sparse-fusion schedule (cuSPARSE in the same rounds 2.66: 1.13× instead of 0.91×) and 3.12
 against 3.56 with wavefront; R = 8 instead of 4, 2.56. The package CLI on the next lease gave
-2.68 against cuSPARSE's 2.72 (figures/data/held_spans_cli_powerlaw_*). On the grids every interior row has the
-same shape and none walks; their times did not move (27-point ILU(0) 5.59 against 5.47 ms,
-IC(0) 5.65 against 5.92, 3D ILU(0) 1.26 against 1.28, within the rounds' spread).
+2.68 against cuSPARSE's 2.72 (figures/data/held_spans_cli_powerlaw_*). On the grids every
+interior row has the same shape and none walks; their times did not move (27-point ILU(0) 5.59
+against 5.47 ms, IC(0) 5.65 against 5.92, 3D ILU(0) 1.26 against 1.28, within the rounds'
+spread).
 
 Tried, not kept (same day, figures/data/held_lists_ab_*): a held row as a list of exactly the
 entries its steps touch, read through an index table, and the steps' local indices through a
