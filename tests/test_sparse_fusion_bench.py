@@ -51,6 +51,9 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
         assert r["ms"] > 0 and r["rel_err"] <= 1e-10 and r["timed"] == "prepared"
     for r in t3:
         assert r["levels"] >= 1 and r["inspector_ms"] > 0 and "payoff_runs" in r
+    for r in t2 + t3:                  # the factor pairs record their held rows' shape and the rows walked
+        factor = r["pair"] in ("spilu0_sptrsv", "spic0_sptrsv")
+        assert ("held_shape" in r and r["walked_rows"] == 0) == factor, r
     for r in rows:
         if r["provider"] == "scipy":
             assert (r["status"] == "ok") == (r["pair"] not in ("spilu0_sptrsv", "spic0_sptrsv")), r

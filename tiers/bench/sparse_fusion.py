@@ -566,6 +566,14 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     took = {k: getattr(prepared, k) for k in getattr(module, "TUNABLE", {}).get(executor, ())}
     if getattr(prepared, "fused", 0):
         took["fused_rows"] = prepared.fused      # how many solve rows ran inside their factor row's block
+    tables = getattr(prepared, "tables", None)
+    if tables is not None and tables.factor:
+        # the pattern's held factor rows (sparse_rows.held_spans): their shape, and the rows with
+        # steps that walk in memory instead (all of them where the pattern holds none)
+        took["held_shape"] = "x".join(str(x) for x in tables.held_shape)
+        steps = np.diff(tables.ent_ptr[:tables.n1 + 1]) > 0
+        walked = steps if not tables.held_shape[0] else steps & (tables.hold_len == 0)
+        took["walked_rows"] = int(walked.sum())
     if getattr(prepared, "record_shape", None) is not None:     # the dataflow kernel's shape, from the pattern
         took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
         took["direct"] = prepared.direct
@@ -605,6 +613,7 @@ class _Case:
         label += f" ahead={row['tickets_ahead']}" if row.get("tickets_ahead") else ""
         label += f" claim={row['claim']}" if row.get("claim") not in (None, "counter") else ""
         label += f" fused={row['fused_rows']}" if row.get("fused_rows") else ""
+        label += f" walked={row['walked_rows']}" if row.get("walked_rows") else ""
         label += " fuse_rows=off" if row.get("fuse_rows") is False else ""
         c = self.common
         _log(f"  {c['matrix']:<11} {c['ordering']:<7} {c['dtype']:<7} {c['pair']:<14} {label:<36} "
