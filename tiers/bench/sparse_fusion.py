@@ -571,9 +571,7 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         # the pattern's held factor rows (sparse_rows.held_spans): their shape, and the rows with
         # steps that walk in memory instead (all of them where the pattern holds none)
         took["held_shape"] = "x".join(str(x) for x in tables.held_shape)
-        steps = np.diff(tables.ent_ptr[:tables.n1 + 1]) > 0
-        walked = steps if not tables.held_shape[0] else steps & (tables.hold_len == 0)
-        took["walked_rows"] = int(walked.sum())
+        took["walked_rows"] = int(tables.walked.sum())
     if getattr(prepared, "record_shape", None) is not None:     # the dataflow kernel's shape, from the pattern
         took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
         took["direct"] = prepared.direct

@@ -596,20 +596,20 @@ class RowTables:
         """(W, S, C) of held_fetch for this pair's held factor rows: powers of two at least their
         most entries held, most steps and most update pairs of a step (held_spans); (0, 0, 0)
         without factor rows, or when S · C · W passes HELD_WORK (then every row walks)."""
-        W, S, C = self.row_shape
+        W, S, C = self.hold_shape
         return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
 
-    @property
-    def row_shape(self) -> tuple:
-        """held_shape before the HELD_WORK bound."""
-        return self.hold_shape
+    @functools.cached_property
+    def walked(self) -> np.ndarray:
+        """Per factor row, whether it walks in memory: a row with steps that holds nothing
+        (held_spans), or every row with steps where the pattern holds none (held_shape)."""
+        steps = np.diff(self.ent_ptr[:self.n1 + 1]) > 0
+        return steps & (self.hold_len == 0) if self.factor and self.held_shape[0] else steps & bool(self.factor)
 
     @functools.cached_property
     def walks(self) -> bool:
-        """Whether some factor row with steps holds nothing (held_spans) and walks in memory beside
-        the held ones: the kernels' WALK."""
-        steps = np.diff(self.ent_ptr[:self.n1 + 1]) > 0
-        return bool(self.factor) and bool((steps & (self.hold_len == 0)).any())
+        """Whether some factor rows walk beside held ones (walked): the kernels' WALK."""
+        return bool(self.held_shape[0]) and bool(self.walked.any())
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
@@ -621,7 +621,7 @@ class RowTables:
         """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be),
         and with `step_work` at most as many as keep lanes · C · W (one step's pairs over the row,
         [R, C, W] in held_finish) within it, for held rows and for rows that HELD_WORK sends to
-        the walk alike (their row_shape): one warp does that work element by element. The lane
+        the walk alike (their hold_shape): one warp does that work element by element. The lane
         cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag executor
         with its FACTOR_STEP_WORK). Walked rows keep the cap because it measured so: on the
         27-point grid after RCM, IC(0) walked took 29.6 ms at R = 1 against 48.3 at R = 4
@@ -630,7 +630,7 @@ class RowTables:
         W, S, C = self.held_shape
         if W:
             cap = min(cap, HELD_BUDGET // (S * C))
-        W, S, C = self.row_shape
+        W, S, C = self.hold_shape
         if W and step_work is not None:
             cap = min(cap, step_work // (C * W))
         return max(1, cap)
@@ -707,10 +707,9 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
     cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
-    first = np.repeat(upd_ptr[p].astype(np.int64) - (np.cumsum(cnt) - cnt), cnt)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)             # VAL positions some step touches
     mark[p] = True
-    mark[upd_a[first + np.arange(int(cnt.sum()))]] = True
+    mark[upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]] = True
     touched = np.flatnonzero(mark)                           # ascending, so rows in order
     row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
     last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry

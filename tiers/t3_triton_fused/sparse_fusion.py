@@ -632,11 +632,12 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             v2 = tl.load(FUSE + v, mask=fac, other=-1)
             two = fac & (v2 >= 0)
             if W > 0:
+                two_held = two & hold
                 x_at = tl.load(X_AT + w_at, mask=inrow & two[:, None], other=-1)
-                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two & hold, other=0), mask=two & hold, other=0.0)
-                d_at = tl.load(DIAG + v2, mask=two & hold, other=-1)
+                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two_held, other=0), mask=two_held, other=0.0)
+                d_at = tl.load(DIAG + v2, mask=two_held, other=-1)
                 d_loc = tl.where(d_at >= 0, d_at - row0, -1)
-                dst2 = tl.load(DST + v2, mask=two & hold, other=0)
+                dst2 = tl.load(DST + v2, mask=two_held, other=0)
             if W == 0 or WALK:    # walked rows solve from memory: their tables now, off the critical path
                 start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w = affine_fetch(
                     v2, two & walk, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
@@ -657,7 +658,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
             if FUSED:
-                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two & hold)
+                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two_held)
         if FACTOR != 0 and (W == 0 or WALK):
             factor_rows(v, walk, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
             if FUSED:                      # factor_rows ends at a barrier: the row is there for all
