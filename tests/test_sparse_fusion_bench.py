@@ -45,7 +45,7 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
     assert len(t2) == 2 * len(bench.PAIRS)                        # t2 follows its own per-kernel wavefronts
     executors = sum(len(t3_fused.executors_for(pair)) for pair in bench.PAIRS)
     assert len(t3) == 2 * len(bench.KINDS) * executors             # every schedule, every executor a pair allows
-    assert {r["executor"] for r in t3 if r["pair"] == "spilu0_sptrsv"} == {"levels", "syncfree"}
+    assert {r["executor"] for r in t3 if r["pair"] == "spilu0_sptrsv"} == {"levels", "syncfree", "dataflow"}
     for r in t2 + t3:
         assert r["status"] == "ok", r
         assert r["ms"] > 0 and r["rel_err"] <= 1e-10 and r["timed"] == "prepared"

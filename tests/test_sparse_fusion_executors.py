@@ -910,10 +910,14 @@ def test_dag_tickets_keep_the_schedules_order_inside_a_level():
 # ---------------------------------------------------------------- launches
 
 class _Counted:
-    """Stands in for a @triton.jit kernel: counts launches, then launches."""
+    """Stands in for a @triton.jit kernel: counts launches, then launches. Anything else (a
+    striding launch's `warmup` on a GPU) goes to the kernel."""
 
     def __init__(self, kernel):
         self.kernel, self.launches = kernel, 0
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
 
     def __getitem__(self, grid):
         self.launches += 1
@@ -923,7 +927,7 @@ class _Counted:
 @pytest.mark.parametrize("pair", PAIRS)
 def test_launch_counts(pair, monkeypatch):
     """t2: one launch per wavefront level of each kernel's own DAG (SpMV: one). t3 levels: one
-    per level of the schedule. t3 sync-free: one, whatever the schedule."""
+    per level of the schedule. t3 sync-free (flags or dataflow): one, whatever the schedule."""
     mats, b = _problem(pair, seed=1)
     x = _vector(b, "float32")
     rows2, level3, free3, flow3 = (_Counted(k) for k in (t2._rows, t3._level, t3._syncfree, t3._dataflow))
@@ -946,9 +950,9 @@ def test_launch_counts(pair, monkeypatch):
         assert (level3.launches, free3.launches) == (int((np.diff(s.level_ptr) > 0).sum()), 0)
         t3.prepare(pair, *mats, like=x, schedule=s, executor="syncfree")(x)
         assert free3.launches == 1 and level3.launches == int((np.diff(s.level_ptr) > 0).sum())
-        if "dataflow" in t3.executors_for(pair):
-            t3.prepare(pair, *mats, like=x, schedule=s, executor="dataflow")(x)
-            assert (flow3.launches, free3.launches) == (1, 1)
+        t3.prepare(pair, *mats, like=x, schedule=s, executor="dataflow")(x)
+        # a factor pair's dataflow executor is the flag executor's kernel, its values as flags
+        assert (flow3.launches, free3.launches) == ((0, 2) if pair in sd.FACTOR_PAIRS else (1, 1))
 
 
 # ---------------------------------------------------------------- inspector–executor: prepared once, run many times
@@ -995,9 +999,10 @@ def test_executor_options():
                                          "None, got 'fast'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
     A = sm.poisson2d(4)
-    with pytest.raises(ValueError, match="executor 'dataflow' waits on the vector's entries, but spilu0_sptrsv "
-                                         "computes a factor in place .+ use one of levels, syncfree"):
-        t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="dataflow")
+    with pytest.raises(ValueError, match="executor 'chains' carries vector entries from row to row, but "
+                                         "spilu0_sptrsv computes a factor in place .+ use one of levels, syncfree, "
+                                         "dataflow$"):
+        t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="chains")
     with pytest.raises(ValueError, match="tickets must be one of dag, alap, mid, schedule or None, got 'random'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, tickets="random")
     with pytest.raises(ValueError, match="block_rows must be a power of two from 1 to 128, got 24"):
@@ -1016,15 +1021,79 @@ def test_executor_options():
         t3.prepare("sptrsv_spmv", *mats, like=x, chain_steps=0)
     with pytest.raises(ValueError, match="chain_steps of the segments executor must be at most 128 .+, got 129"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="segments", chain_steps=129)
-    with pytest.raises(ValueError, match="executor 'segments' waits on the vector's entries, but spilu0_sptrsv"):
+    with pytest.raises(ValueError, match="executor 'segments' carries vector entries from row to row, but "
+                                         "spilu0_sptrsv"):
         t3.prepare("spilu0_sptrsv", A, like=_vector(np.ones(16), "float64"), executor="segments")
-    with pytest.raises(ValueError, match="executor 'chains' waits on the vector's entries, but spic0_sptrsv"):
+    with pytest.raises(ValueError, match="executor 'chains' carries vector entries from row to row, but "
+                                         "spic0_sptrsv"):
         t3.prepare("spic0_sptrsv", sm.poisson2d(4), like=_vector(np.ones(16), "float64"), executor="chains")
     with pytest.raises(TypeError):
         t3.sptrsv_spmv(*mats, x, executor="levels")   # same signature in every tier: choose through prepare
     s = _schedule("sptrsv_spmv", mats, "wavefront")
     assert t3.executor_rule(torch.device("cpu"), s) == "levels"
     assert t3.executor_rule(torch.device("cuda"), s) in t3.EXECUTORS
+
+
+def test_factor_executor_rule():
+    """On a GPU a factor pair runs on the dataflow executor (values as flags) unless its held rows'
+    step work passes DATA_HELD_WORK (the 27-point stencil's): then on the flag executor; and the
+    dataflow executor on a factor pair takes the flag executor's options (kernel_of)."""
+    cuda = torch.device("cuda")
+    for A, pair, expect in ((sm.poisson2d(6), "spilu0_sptrsv", "dataflow"),
+                            (sm.poisson3d(6, points=27), "spic0_sptrsv", "syncfree")):
+        tables = rows.row_tables(pair, A)
+        assert (int(np.prod(tables.held_shape)) > t3.DATA_HELD_WORK) == (expect == "syncfree")
+        s = _schedule(pair, (A,), "wavefront")
+        assert t3.executor_rule(cuda, s, tables) == expect
+    assert t3.kernel_of("dataflow", "spic0_sptrsv") == "syncfree" == t3.kernel_of("syncfree", "sptrsv_spmv")
+    assert t3.kernel_of("dataflow", "sptrsv_spmv") == "dataflow"
+    data, flags = (t3.tuning_defaults(ex, "spilu0_sptrsv") for ex in ("dataflow", "syncfree"))
+    assert data == {**flags, "fuse_rows": None} and flags["fuse_rows"] is t3.FUSE_ROWS    # None: fuses_rows
+    assert "fuse_rows" in t3.tunable("dataflow", "spilu0_sptrsv") and "fuse_rows" not in t3.tunable("dataflow")
+    b = np.random.default_rng(2).standard_normal(36)
+    run = t3.prepare("spilu0_sptrsv", sm.poisson2d(6), like=_vector(b, "float64"), executor="dataflow")
+    assert run.data and run.programs_per_sm == t3.FLAG_PROGRAMS_PER_SM and run.claim == "counter"
+    assert run.fuse_rows is t3.FUSE_ROWS and not run.tables.walks
+
+
+def test_dataflow_fuses_rows_unless_rows_walk(monkeypatch):
+    """fuse_rows=None: the dataflow executor fuses a factor pair's solve rows as the flag executor
+    does (FUSE_ROWS), except where some factor rows walk in memory (fuses_rows); given, it is
+    taken as it is."""
+    monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+    monkeypatch.setattr(rows, "_PATTERNS", {})
+    pair = "spilu0_sptrsv"
+    A = matrix("powerlaw_laplacian", 60, 5)
+    b = _vector(np.random.default_rng(4).standard_normal(A.shape[0]), "float64")
+    s = fs.inspect(pair, A, kind="sparse_fusion")
+    assert rows.row_tables(pair, A).walks
+    assert t3.fuses_rows("dataflow", pair, rows.row_tables(pair, A)) is False
+    assert t3.prepare(pair, A, like=b, schedule=s, executor="dataflow").fused == 0
+    assert t3.prepare(pair, A, like=b, schedule=s, executor="dataflow", fuse_rows=True).fused > 0
+    assert t3.prepare(pair, A, like=b, schedule=s, executor="syncfree").fused > 0
+    assert t3.fuses_rows("dataflow", "sptrsv_spmv", rows.row_tables(pair, A)) is t3.FUSE_ROWS
+
+
+def test_rewritten_entries():
+    """The factor entries the dataflow executor holds at the sentinel until their row is done are
+    exactly those a step rewrites: every other entry of t0's factor is A's value, every step's own
+    entry is among them, and the buffers of a call put the sentinel there and nowhere else."""
+    for pair, A in (("spilu0_sptrsv", matrix("powerlaw_laplacian", 40, 2)), ("spic0_sptrsv", matrix("poisson3d_27", 4, 2))):
+        t = rows.row_tables(pair, A)
+        at = t.rewritten
+        assert (np.diff(at) > 0).all()
+        assert np.isin(t.ent_val[:t.ent_ptr[t.n1]], at).all()
+        first = values_of(A if pair == "spilu0_sptrsv" else sp.tril(A, format="csr"))
+        b = np.random.default_rng(3).standard_normal(A.shape[0])
+        factor = values_of(_reference(pair, (A,), b, "float64", ("rewritten", pair))[0])
+        keep = np.setdiff1d(np.arange(len(first)), at)
+        assert np.array_equal(factor[keep], first[keep]) and not np.array_equal(factor[at], first[at])
+        run = t3.prepare(pair, A, like=_vector(b, "float64"), executor="dataflow")
+        vec = rows.new_vector(run.tables, _vector(b, "float64"), run.values)
+        val, own = t3._data_buffers(run, vec)
+        sent = val.cpu().view(torch.int64).numpy() == t3.SENTINEL[torch.float64]
+        assert np.array_equal(np.flatnonzero(sent), at) and torch.equal(own.cpu(), run.values.cpu())
+        assert (vec[A.shape[0]:].cpu().view(torch.int64) == t3.SENTINEL[torch.float64]).all()
 
 
 def test_t2_checks_the_schedule_it_does_not_follow():
@@ -1104,13 +1173,13 @@ def test_held_spans_property(gen, size, seed, pair, share):
 
 
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
-@pytest.mark.parametrize("runner", ["t2", "levels", "syncfree", "syncfree-fused"])
+@pytest.mark.parametrize("runner", ["t2", "levels", "syncfree", "syncfree-fused", "dataflow", "dataflow-fused"])
 def test_held_and_walked_rows_together(pair, runner, monkeypatch):
     """With HOLD_SHARE low, some factor rows are held and the others walk in the same launches
     (WALK) — ILU(0) on a power-law graph, IC(0) on the 27-point stencil, whose boundary rows are
-    shorter (the graph's rows of tril(A) are all alike): t2, the level executor and the flag
-    executor (rows apart, and rows fused with their solve rows, held and walked) still give t0's
-    factor and solve."""
+    shorter (the graph's rows of tril(A) are all alike): t2, the level executor, the flag
+    executor and the dataflow executor (its kernel with the values as flags; rows apart, and rows
+    fused with their solve rows, held and walked) still give t0's factor and solve."""
     monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
     monkeypatch.setattr(rows, "_PATTERNS", {})          # no tables cached under the old share
     gen, size = ("powerlaw_laplacian", 60) if pair == "spilu0_sptrsv" else ("poisson3d_27", 27)
@@ -1125,19 +1194,22 @@ def test_held_and_walked_rows_together(pair, runner, monkeypatch):
     if runner == "t2":
         out = t2.prepare(pair, *mats, like=v)(v)
     else:
-        kind = "sparse_fusion" if runner == "syncfree-fused" else "wavefront"
+        kind = "sparse_fusion" if runner.endswith("-fused") else "wavefront"
         run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind),
-                         executor=runner.split("-")[0], block_rows=2)
-        if runner == "syncfree-fused":
+                         executor=runner.split("-")[0], block_rows=2, fuse_rows=runner.endswith("-fused") or None)
+        assert run.data == runner.startswith("dataflow")
+        if runner.endswith("-fused"):
             fuse = t3.fused_rows(run.schedule, mats)[:t.n1]
             assert run.fused > 0 and (fuse[~held & busy] >= 0).any() and (fuse[held] >= 0).any()
         out = run(v)
     _check(out, ref, pair, mats, "float64", f"{runner} held and walked")
 
 
-def test_held_work_bound(monkeypatch):
+@pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
+def test_held_work_bound(executor, monkeypatch):
     """Rows whose held steps would go through more than HELD_WORK values (S · C · W) walk in memory
-    instead, in blocks still capped by the flag executor's step work, and give t0's factor."""
+    instead, in blocks still capped by the flag executor's step work, and give t0's factor; the
+    dataflow executor then polls every operand it reads of another row from memory."""
     A = matrix("poisson3d_27", 27, 3)
     W, S, C = rows.row_tables("spic0_sptrsv", A).held_shape
     assert S * C * W <= rows.HELD_WORK
@@ -1147,7 +1219,7 @@ def test_held_work_bound(monkeypatch):
     assert tables.held_shape == (0, 0, 0) and tables.held(1) == (0, 0, 0)
     b = np.random.default_rng(5).standard_normal(A.shape[0])
     v = _vector(b, "float64")
-    run = t3.prepare("spic0_sptrsv", A, like=v, executor="syncfree")
+    run = t3.prepare("spic0_sptrsv", A, like=v, executor=executor)
     assert run.tables.held(run.block_rows) == (0, 0, 0)
     assert run.block_rows == t3.factor_block_rows(run.tables) < t3.FACTOR_BLOCK_ROWS   # the step-work cap still holds
     out = run(v)

@@ -64,7 +64,7 @@ for mname, A in (("poisson2d", sm.poisson2d(NG)), ("powerlaw", sm.powerlaw_lapla
             for kind in ("wavefront", "sparse_fusion"):
                 s = inspect(pair, *mats, kind=kind)
                 for ex in (x for x in t3f.executors_for(pair) if len(sys.argv) < 2 or x in sys.argv[1:]):
-                    for claim in CLAIMED.get(ex, ({},)):
+                    for claim in CLAIMED.get(t3f.kernel_of(ex, pair), ({},)):
                         t = time.perf_counter()
                         run = t3f.prepare(pair, *mats, like=vec, schedule=s, executor=ex, **claim)
                         out = run(vec)

@@ -563,7 +563,8 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     except Exception as e:   # recorded by measure() as this row's error
         return row, _raiser(e)
     # the options the prepared runner took: prepare decides some of them from the matrices
-    took = {k: getattr(prepared, k) for k in getattr(module, "TUNABLE", {}).get(executor, ())}
+    names = module.tunable(executor, pair) if hasattr(module, "tunable") else ()
+    took = {k: getattr(prepared, k) for k in names}
     if getattr(prepared, "fused", 0):
         took["fused_rows"] = prepared.fused      # how many solve rows ran inside their factor row's block
     tables = getattr(prepared, "tables", None)

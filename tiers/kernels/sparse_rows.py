@@ -31,6 +31,12 @@ and VEC one buffer holding the input vector and both outputs, so an iteration of
 is "read these positions, write that one": a fused launch needs a branch per shape of work, not
 per kernel. Loads of what other iterations write go through L2 (`.cg`): in the sync-free kernel
 another SM may have written it a moment ago, and L1 is not coherent across SMs.
+
+t3's flag executor also runs a factor pair with the values as flags (its DATA mode, which
+executor="dataflow" takes): VAL is then the factor as the other rows see it, every entry a step
+rewrites (rewritten) holding a sentinel until its row stores it, and OWN a copy of A's values in
+which each row works on its own entries; whatever a row reads of another row is polled until it
+no longer holds the sentinel (val_polled), so the stored values are the only signal.
 """
 import functools
 from dataclasses import dataclass
@@ -247,9 +253,18 @@ def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr)
 
 
 @triton.jit
+def val_polled(VAL, at, m, other, SENT: tl.constexpr, NAP: tl.constexpr):
+    """VAL[at] over m, read through L2 until none holds the sentinel: a factor entry that another
+    row is still computing starts out as SENT (the flag executor's DATA mode), an entry no step
+    rewrites holds its final value from the start."""
+    x = tl.load(VAL + at, mask=m, other=other, volatile=True)
+    return vec_await_entries(x, VAL + at, at, m, 0, SENT, NAP)
+
+
+@triton.jit
 def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr,
              SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr, PENDING: tl.constexpr = False,
-             TRIP_DIV: tl.constexpr = 1):
+             TRIP_DIV: tl.constexpr = 1, VAL_AWAIT: tl.constexpr = False):
     """Σ a·x over a row's entries past its first CHUNK. Up to 4·CHUNK entries the R rows go side by
     side, CHUNK entries a trip. Past that — a power-law hub's thousands of non-zeros — each such
     row goes alone, 32·CHUNK / TRIP_DIV entries a trip across the whole program: every trip costs
@@ -266,7 +281,7 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
     (2026-11-28, power-law graph, float64, t3 dataflow, sparse-fusion schedule, 3 interleaved
     rounds, figures/data/wide_guard_ab_*), sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.418 / 0.415
     / 0.467 ms → 0.322 / 0.316 / 0.347; with no poll waiting 0.349 / 0.352 / 0.342 → 0.277 / 0.285
-    / 0.262. PENDING: as vec_loads'."""
+    / 0.262. PENDING: as vec_loads'. VAL_AWAIT: the values too are polled (val_polled)."""
     acc = tl.zeros(start.shape, dtype=VAL.dtype.element_ty)
     if WIDE:
         near = tl.minimum(end, start + 4 * CHUNK)
@@ -275,9 +290,15 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
     for c in range(CHUNK, tl.max(near - start, 0), CHUNK):
         e = start[:, None] + c + tl.arange(0, CHUNK)[None, :]
         me = ok[:, None] & (e < near[:, None])
-        ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0, cache_modifier=".cg")
+        pe = tl.load(ENT_VAL + e, mask=me, other=0)
+        if VAL_AWAIT:
+            ae = tl.load(VAL + pe, mask=me, other=0.0, volatile=True)
+        else:
+            ae = tl.load(VAL + pe, mask=me, other=0.0, cache_modifier=".cg")
         xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN, AWAIT, SENT,
                           NAP, PENDING)
+        if VAL_AWAIT:
+            ae = vec_await_entries(ae, VAL + pe, pe, me, 0, SENT, NAP)
         acc += tl.sum(ae * xe, 1)
     if WIDE:
         far = tl.max((ok & (end - start > 4 * CHUNK)).to(tl.int32))
@@ -291,8 +312,11 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
                 for c in range(lo, hi, 32 * CHUNK // TRIP_DIV):
                     e = c + tl.arange(0, 32 * CHUNK // TRIP_DIV)
                     me = e < hi
-                    ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0,
-                                 cache_modifier=".cg")
+                    if VAL_AWAIT:
+                        ae = val_polled(VAL, tl.load(ENT_VAL + e, mask=me, other=0), me, 0.0, SENT, NAP)
+                    else:
+                        ae = tl.load(VAL + tl.load(ENT_VAL + e, mask=me, other=0), mask=me, other=0.0,
+                                     cache_modifier=".cg")
                     xe, _ = vec_loads(VEC, tl.load(ENT_VEC + e, mask=me, other=0), me, rhs_at, ok & False, N_IN,
                                       AWAIT, SENT, NAP, PENDING)
                     part += ae * xe
@@ -303,15 +327,22 @@ def tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK: tl.const
 @triton.jit
 def affine_finish(ok, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_VEC, VAL, VEC,
                   STATIC: tl.constexpr, CHUNK: tl.constexpr, N_IN, AWAIT: tl.constexpr, SENT: tl.constexpr,
-                  NAP: tl.constexpr, WIDE: tl.constexpr):
+                  NAP: tl.constexpr, WIDE: tl.constexpr, VAL_AWAIT: tl.constexpr = False):
     """dst = (rhs + σ·Σ a·x) / d from what affine_fetch read. AWAIT: the vector entries are
-    read by vec_loads' wait."""
-    if not STATIC:
+    read by vec_loads' wait; VAL_AWAIT: the values too (val_polled: a solve row reading a factor
+    row that another block computes)."""
+    if VAL_AWAIT:                      # issued with the vector's loads, awaited after them
+        a = tl.load(VAL + pv, mask=m, other=0.0, volatile=True)
+        d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, volatile=True)
+    elif not STATIC:
         a = tl.load(VAL + pv, mask=m, other=0.0, cache_modifier=".cg")
         d = tl.load(VAL + diag_at, mask=ok & (diag_at >= 0), other=1.0, cache_modifier=".cg")
     x, rhs = vec_loads(VEC, px, m, rhs_at, ok & (rhs_at >= 0), N_IN, AWAIT, SENT, NAP)
+    if VAL_AWAIT:
+        a = vec_await_entries(a, VAL + pv, pv, m, 0, SENT, NAP)
+        d = vec_await_entries(d, VAL + diag_at, diag_at, ok & (diag_at >= 0), 0, SENT, NAP)
     acc = tl.sum(a * x, 1) + tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, AWAIT,
-                                      SENT, NAP, WIDE)
+                                      SENT, NAP, WIDE, VAL_AWAIT=VAL_AWAIT)
     tl.store(VEC + dst, _div(rhs + sign * acc, d), mask=ok)
 
 
@@ -357,8 +388,18 @@ def affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL, VEC
 
 
 @triton.jit
+def _own_or_polled(OWN, VAL, q, m, r0, r1, SENT: tl.constexpr, NAP: tl.constexpr):
+    """Factor entries q over m: from OWN where they lie in the lane's own row [r0, r1), else
+    polled from VAL (factor_rows' DATA mode)."""
+    own = m & (q >= r0[:, None]) & (q < r1[:, None])
+    mine = tl.load(OWN + q, mask=own, other=0.0, cache_modifier=".cg")
+    return tl.where(own, mine, val_polled(VAL, q, m & ~own, 0.0, SENT, NAP))
+
+
+@triton.jit
 def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
-                FACTOR: tl.constexpr, CHUNK: tl.constexpr):
+                FACTOR: tl.constexpr, CHUNK: tl.constexpr, OWN, FAC_PTR, DATA: tl.constexpr = False,
+                SENT: tl.constexpr = 0, NAP: tl.constexpr = 0):
     """ILU(0) (FACTOR = 1) or IC(0) (FACTOR = 2) rows v[ok] in place on VAL, their steps in
     lockstep across the R lanes. Step s of a row handles its s-th entry p = ENT_VAL[e]:
 
@@ -375,9 +416,18 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
     executor on 27-point ILU(0) at R = 16 with 2 or 4 warps was right in 0 of 6 runs (H100,
     2026-11-25), and t2 (2 warps at R = 32) got the power-law graph's ILU(0) wrong; with them
     every such run was right (H200, 2026-11-26, figures/data/race_fix_*). Lanes never touch
-    each other's rows: the executors only put independent iterations side by side."""
+    each other's rows: the executors only put independent iterations side by side.
+
+    OWN is VAL, except in DATA mode (t3's flag executor with the values as flags): there VAL is
+    the factor as the other rows see it, each entry a step rewrites holding the sentinel SENT
+    until its row is done, and OWN a copy of A's values in which each row is worked on; the
+    entries of other rows are polled from VAL (val_polled), and the finished row is copied from
+    OWN to VAL at the end."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    if DATA:
+        r0 = tl.load(FAC_PTR + v, mask=ok, other=0)
+        r1 = tl.load(FAC_PTR + v + 1, mask=ok, other=0)
     for s in range(0, tl.max(end - start, 0)):
         e = start + s
         m = ok & (e < end)
@@ -385,34 +435,52 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
         aux = tl.load(ENT_AUX + e, mask=m, other=-1)
         u0 = tl.load(UPD_PTR + p, mask=m, other=0)
         u1 = tl.load(UPD_PTR + p + 1, mask=m, other=0)
-        a_p = tl.load(VAL + p, mask=m, other=0.0, cache_modifier=".cg")
-        pivot = tl.load(VAL + aux, mask=m & (aux >= 0), other=1.0, cache_modifier=".cg")
+        a_p = tl.load(OWN + p, mask=m, other=0.0, cache_modifier=".cg")
+        if DATA:
+            pivot = val_polled(VAL, aux, m & (aux >= 0), 1.0, SENT, NAP)
+        else:
+            pivot = tl.load(VAL + aux, mask=m & (aux >= 0), other=1.0, cache_modifier=".cg")
         if FACTOR == 1:
             lik = _div(a_p, pivot)
             tl.debug_barrier()         # every thread's copy of a_p read before it is overwritten
-            tl.store(VAL + p, lik, mask=m)
+            tl.store(OWN + p, lik, mask=m)
             for c in range(0, tl.max(u1 - u0, 0), CHUNK):
                 q = u0[:, None] + c + tl.arange(0, CHUNK)[None, :]
                 mm = m[:, None] & (q < u1[:, None])
                 tgt = tl.load(UPD_A + q, mask=mm, other=0)
                 src = tl.load(UPD_B + q, mask=mm, other=0)
-                a = tl.load(VAL + tgt, mask=mm, other=0.0, cache_modifier=".cg")
-                b = tl.load(VAL + src, mask=mm, other=0.0, cache_modifier=".cg")
+                a = tl.load(OWN + tgt, mask=mm, other=0.0, cache_modifier=".cg")     # row i's own
+                if DATA:
+                    b = val_polled(VAL, src, mm, 0.0, SENT, NAP)                       # row k's
+                else:
+                    b = tl.load(VAL + src, mask=mm, other=0.0, cache_modifier=".cg")
                 tl.debug_barrier()
-                tl.store(VAL + tgt, a - lik[:, None] * b, mask=mm)
+                tl.store(OWN + tgt, a - lik[:, None] * b, mask=mm)
         else:
             acc = tl.zeros_like(a_p)
             for c in range(0, tl.max(u1 - u0, 0), CHUNK):
                 q = u0[:, None] + c + tl.arange(0, CHUNK)[None, :]
                 mm = m[:, None] & (q < u1[:, None])
-                a = tl.load(VAL + tl.load(UPD_A + q, mask=mm, other=0), mask=mm, other=0.0, cache_modifier=".cg")
-                b = tl.load(VAL + tl.load(UPD_B + q, mask=mm, other=0), mask=mm, other=0.0, cache_modifier=".cg")
+                qa = tl.load(UPD_A + q, mask=mm, other=0)
+                qb = tl.load(UPD_B + q, mask=mm, other=0)
+                if DATA:      # l_ik is row i's own, l_jk row j's (row i's too on the diagonal)
+                    a = _own_or_polled(OWN, VAL, qa, mm, r0, r1, SENT, NAP)
+                    b = _own_or_polled(OWN, VAL, qb, mm, r0, r1, SENT, NAP)
+                else:
+                    a = tl.load(VAL + qa, mask=mm, other=0.0, cache_modifier=".cg")
+                    b = tl.load(VAL + qb, mask=mm, other=0.0, cache_modifier=".cg")
                 acc += tl.sum(a * b, 1)
             rest = a_p - acc
             # a non-positive pivot is stored as it is, for the wrapper to report after the run
             root = _sqrt(tl.where((aux < 0) & (rest > 0), rest, 1.0))
             tl.debug_barrier()
-            tl.store(VAL + p, tl.where(aux >= 0, _div(rest, pivot), tl.where(rest > 0, root, rest)), mask=m)
+            tl.store(OWN + p, tl.where(aux >= 0, _div(rest, pivot), tl.where(rest > 0, root, rest)), mask=m)
+        tl.debug_barrier()
+    if DATA:                           # the finished rows, for the rows that wait on them
+        for c in range(0, tl.max(r1 - r0, 0), CHUNK):
+            q = r0[:, None] + c + tl.arange(0, CHUNK)[None, :]
+            mq = ok[:, None] & (q < r1[:, None])
+            tl.store(VAL + q, tl.load(OWN + q, mask=mq, other=0.0, cache_modifier=".cg"), mask=mq)
         tl.debug_barrier()
 
 
@@ -457,7 +525,8 @@ def _pick(x, sel, axis: tl.constexpr):
 
 @triton.jit
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
-                W: tl.constexpr, S: tl.constexpr):
+                W: tl.constexpr, S: tl.constexpr, OWN, DATA: tl.constexpr = False, SENT: tl.constexpr = 0,
+                NAP: tl.constexpr = 0):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
@@ -465,12 +534,22 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     l_jk) / pivot for j < i. The diagonal step, always the row's last, pairs every other entry of
     the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot
     gather of its pairs from registers (which every step paid for before: 27-point IC(0) then took
-    1.75× ILU(0)'s time)."""
+    1.75× ILU(0)'s time). DATA (factor_rows' DATA mode): the row from OWN, the pivots and the
+    other operands polled from VAL, all issued before any is awaited."""
     cols = tl.arange(0, W)
-    w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
-    piv = tl.load(VAL + aux, mask=sm & (aux >= 0), other=1.0, cache_modifier=".cg")
     own = other >= row0[:, None, None]
-    ext = tl.load(VAL + other, mask=(other >= 0) & ~own, other=0.0, cache_modifier=".cg")
+    pm = sm & (aux >= 0)
+    om = (other >= 0) & ~own
+    if DATA:
+        w = tl.load(OWN + at, mask=inrow, other=0.0, cache_modifier=".cg")
+        piv = tl.load(VAL + aux, mask=pm, other=1.0, volatile=True)
+        ext = tl.load(VAL + other, mask=om, other=0.0, volatile=True)
+        piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
+        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
+    else:
+        w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
+        piv = tl.load(VAL + aux, mask=pm, other=1.0, cache_modifier=".cg")
+        ext = tl.load(VAL + other, mask=om, other=0.0, cache_modifier=".cg")
     for s in range(0, steps):
         here = tl.arange(0, S)[None, :] == s
         h3 = here[:, :, None]
@@ -518,11 +597,12 @@ def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_P
     if W > 0:
         hold, at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
             v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
-        held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+        held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, VAL)
         if WALK:
-            factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+            factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, VAL,
+                        FAC_PTR)
     else:
-        factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+        factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, VAL, FAC_PTR)
 
 
 @triton.jit
@@ -611,6 +691,13 @@ class RowTables:
         """Whether some factor rows walk beside held ones (walked): the kernels' WALK."""
         return bool(self.held_shape[0]) and bool(self.walked.any())
 
+    @functools.cached_property
+    def rewritten(self) -> np.ndarray:
+        """VAL positions the factor rows' steps rewrite (rewritten); empty without factor rows."""
+        if not self.factor:
+            return np.zeros(0, dtype=np.int64)
+        return rewritten(self.n1, self.ent_ptr, self.ent_val, self.upd_ptr, self.upd_a)
+
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
         pair tables (lanes · S · C entries) stay within HELD_BUDGET, else (0, 0, 0): walk in memory."""
@@ -693,6 +780,16 @@ def _factor(S, factor):
                 rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
 
 
+def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a) -> np.ndarray:
+    """The VAL positions that the factor rows' steps rewrite, ascending: each step's own entry and
+    the targets of its pairs. Every other factor entry keeps A's value."""
+    p = ent_val[:int(ent_ptr[int(n1)])].astype(np.int64)
+    mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
+    mark[p] = True
+    mark[upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]] = True
+    return np.flatnonzero(mark)
+
+
 def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     """(hold_len, (W, S, C)) of a factor pair's rows. A row's steps touch its step entries and the
     targets of their pairs (ILU(0): the entries below the diagonal and the u_ij they update;
@@ -707,10 +804,7 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
     cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
-    mark = np.zeros(len(upd_ptr) - 1, dtype=bool)             # VAL positions some step touches
-    mark[p] = True
-    mark[upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]] = True
-    touched = np.flatnonzero(mark)                           # ascending, so rows in order
+    touched = rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a)   # ascending, so rows in order
     row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
     last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry
     span = np.zeros(n1, np.int64)

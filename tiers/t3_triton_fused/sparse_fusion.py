@@ -52,8 +52,8 @@ before: each block of iterations waits only for the blocks it reads from.
   the program id, every dependence is already done, and the spins exit at once.
 
 executor="dataflow": the same tickets and blocks, without flags — for the pairs whose every
-iteration writes one vector entry, once (SpMV and SpTRSV rows; not ILU(0)/IC(0), whose rows
-rewrite factor entries step by step). The outputs start out holding a sentinel bit pattern (a
+iteration writes one vector entry, once (SpMV and SpTRSV rows; ILU(0)/IC(0), below, differ). The
+outputs start out holding a sentinel bit pattern (a
 signalling NaN: no arithmetic produces one, and the inputs are checked finite), and a row
 re-reads the entries it needs until none holds it. A dependence hop is then a store and the
 load that sees it: no barrier, no release fence, no flag. On the H100 this halves the time
@@ -89,6 +89,16 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
     pairs run 22–32 % faster than with records (flat_plan).
   * Launches. A call is the slots kernel, this kernel and the gather; on Hopper the last two are
     programmatic dependent launches (uses_pdl) that start while the kernel before them ends.
+
+  Factor pairs (since 2026-11-29). ILU(0)/IC(0) rows rewrite their entries step by step, so the
+  dataflow executor runs them by the flag executor's kernel with the values as flags (_syncfree's
+  DATA, kernel_of; the flag executor's blocks, tickets and options): every factor entry that a
+  step rewrites (RowTables.rewritten) starts as the sentinel, as x does; a row works on its own
+  entries in a copy of A's values, polls the pivots, operands and x_j it reads of other rows
+  until none holds the sentinel, and stores its row. On an H200 this made the 2D pairs 1.5–1.9×
+  faster and the 3D ones 1.1–1.3×, but not the 27-point ones, whose rows' steps set the time
+  (DATA_HELD_WORK, which executor=None follows); where rows walk it does not fuse rows unless
+  asked (fuses_rows).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -270,7 +280,24 @@ whose rows walk, the fused solve walked its tables after the factor row (A/B, 3 
 (figures/data/fused_ab_powerlaw_*). Where a factor row's
 work dwarfs its solve (27-point ILU(0): 13 held steps over 27 entries) or a hop's latency bounds
 the time (2D) it gains nothing or loses a few per cent; no rule was tried that would tell those
-apart from the rest, so it stays on."""
+apart from the rest, so it stays on — except for the dataflow executor where rows walk
+(fuses_rows)."""
+
+
+def fuses_rows(executor, pair, tables) -> bool:
+    """fuse_rows when `prepare` is not given it: FUSE_ROWS, except on the dataflow executor (values
+    as flags) for a factor pair some of whose rows walk in memory (RowTables.walks). Measured on
+    an H200 (2026-11-29, float64, package CLI, medians of 3 rounds,
+    figures/data/data_cli_powerlaw_*), the power-law ILU(0) (730 hub rows walk) with the
+    sparse-fusion schedule took 2.29 ms fused against 1.63 apart (the flag executor in the A/B
+    call the same morning: 2.44 fused, wavefront 2.51); its IC(0), where no row walks, 1.42
+    against 1.44. Where no row walks, the dataflow executor's fused rows won or tied as the
+    flag executor's did (3D ILU(0) / IC(0) 0.97 / 1.28 against 1.09 / 1.39 ms, 2D IC(0) 4.36 against
+    4.78, 27-point IC(0) 6.60 against 7.62), 2D ILU(0) excepted (3.24 against 3.01). Why the
+    walked rows make fusing lose there was not profiled."""
+    if executor == "dataflow" and pair in dags.FACTOR_PAIRS and tables.walks:
+        return False
+    return FUSE_ROWS
 ONE_WARP = ("dataflow", "chains", "segments")
 """Executors whose programs run one warp. Their waits repeat a block-wide reduction (is any entry
 still the sentinel?) as a loop condition, inside persistent ticket loops. With more warps the
@@ -287,17 +314,32 @@ TUNABLE = {"syncfree": ("block_rows", "nap_ns", "tickets", "programs_per_sm", "c
 """The options of `prepare` each executor takes (the benchmark sweeps and records them)."""
 
 
+def kernel_of(executor, pair=None) -> str:
+    """The executor whose kernel runs `executor` on `pair`: the dataflow executor runs a factor
+    pair by the flag executor's kernel with the values as flags (_syncfree's DATA), taking that
+    executor's options and defaults; otherwise the executor itself."""
+    return "syncfree" if executor == "dataflow" and pair in dags.FACTOR_PAIRS else executor
+
+
+def tunable(executor, pair=None) -> tuple:
+    """The options of `prepare` that `executor` takes on `pair` (TUNABLE of its kernel_of)."""
+    return TUNABLE.get(kernel_of(executor, pair), ())
+
+
 def tuning_defaults(executor, pair=None) -> dict:
-    """What `prepare` uses for each of `executor`'s TUNABLE options when it is not given (for
+    """What `prepare` uses for each of `executor`'s options (tunable) when it is not given (for
     `pair`, where the default depends on it); None where it depends on the matrices too: R of the
     flag executor on the factor pairs (factor_block_rows), R and tickets ahead of the dataflow
-    executor (dataflow_shape)."""
+    executor (dataflow_shape), fuse_rows of the dataflow executor on a factor pair (fuses_rows)."""
+    data = kernel_of(executor, pair) != executor
+    executor = kernel_of(executor, pair)
     by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
     programs = _default_programs(executor)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
              "programs_per_sm": programs, "tickets": TICKET_ORDER.get(executor),
-             "tickets_ahead": None, "claim": default_claim(executor, programs), "fuse_rows": FUSE_ROWS}
+             "tickets_ahead": None, "claim": default_claim(executor, programs),
+             "fuse_rows": None if data else FUSE_ROWS}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
 
 
@@ -457,17 +499,35 @@ def dataflow_programs(tables) -> int:
 
 
 def executors_for(pair: str) -> tuple:
-    """The executors that can run `pair`: "dataflow", "chains" and "segments" only where every
-    iteration writes one vector entry once (no factor rows)."""
-    return EXECUTORS[:2] if pair in dags.FACTOR_PAIRS else EXECUTORS
+    """The executors that can run `pair`: "chains" and "segments" only where every iteration
+    writes one vector entry once (no factor rows); "dataflow" runs a factor pair by the flag
+    executor's kernel with the values as flags (kernel_of)."""
+    return EXECUTORS[:3] if pair in dags.FACTOR_PAIRS else EXECUTORS
 
 
-def executor_rule(device, schedule) -> str:
-    """The executor that executor=None picks for this schedule on this device (LEVELS_UP_TO)."""
+DATA_HELD_WORK = 1024
+"""executor=None runs a factor pair whose held rows do more than this much step work (S · C · W,
+RowTables.held_shape) on the flag executor, the others on the dataflow executor (values as
+flags). Measured on an H200 (2026-11-29, float64, A/B in one call, same plans, 3 interleaved
+rounds, figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefront
+schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.78; 3D ILU(0)
+1.24 → 0.95 / 1.39 → 1.03, IC(0) 1.48 → 1.34 / 1.65 → 1.37; power-law ILU(0) 2.44 → 2.15 / 2.51
+→ 1.38 — a dependence hop is a store and the load that sees it, with no barrier, release fence
+or flag between. The 27-point grid's rows (S · C · W = 8192 and 4096), whose steps' own work
+sets the time, did not gain: ILU(0) 5.45 → 5.43 / 5.10 → 5.64, IC(0) 5.86 → 6.63 / 6.88 →
+7.09; their polls re-read up to S · C operands a row. The bound lies between 64 (the power-law
+ILU(0), 8 · 4 · 2) and 4096; nothing in between was measured."""
+
+
+def executor_rule(device, schedule, tables=None) -> str:
+    """The executor that executor=None picks for this schedule on this device (LEVELS_UP_TO), and
+    for a factor pair with these RowTables (DATA_HELD_WORK)."""
     limit = LEVELS_UP_TO.get(device.type, LEVELS_UP_TO["cuda"])
     if schedule.levels() <= limit:
         return "levels"
-    return "dataflow" if "dataflow" in executors_for(schedule.pair) else "syncfree"
+    if tables is not None and tables.factor and int(np.prod(tables.held_shape)) > DATA_HELD_WORK:
+        return "syncfree"
+    return "dataflow"
 
 
 # ---------------------------------------------------------------- executor (a): one launch per level
@@ -593,10 +653,10 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 
 @triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FUSE, X_AT,
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FUSE, X_AT, OWN, N_IN,
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
-              LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr):
+              LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -604,7 +664,13 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     with WALK the others walk in memory beside them; W = 0: every factor row walks. FUSED
     (fused_rows): a factor row v with FUSE[v] ≥ 0 also solves that row, x_i = (b_i − Σ_{j<i}
     l_ij·x_j) / d_i — held rows from the registers the factor row ends in (X_AT:
-    RowTables.solve_x_at), walked rows from memory."""
+    RowTables.solve_x_at), walked rows from memory.
+
+    DATA (a factor pair only): no flags, the values are the flags. VAL is the factor as the other
+    rows see it — each entry that a step rewrites holds the sentinel SENT until its row stores
+    it, the others hold A's values from the start — and VEC's outputs (past N_IN) start as SENT
+    too. A row works on its own entries from OWN (A's values) and polls what it reads of other
+    rows, the factor's entries and x, until none holds the sentinel (factor_rows, held_finish)."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -641,33 +707,42 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             if W == 0 or WALK:    # walked rows solve from memory: their tables now, off the critical path
                 start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w = affine_fetch(
                     v2, two & walk, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
-        dep_end = tl.load(DEP_PTR + t + 1)
-        for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
-            at = q + tl.arange(0, DEPS)
-            need = at < dep_end
-            flag = SYNC + 1 + tl.load(DEP_BLK + at, mask=need, other=0)
-            # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
-            ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
-            while ready == 0:
-                if NAP > 0:
-                    nap(tl.full([], NAP, tl.int32))
+        if not DATA:
+            dep_end = tl.load(DEP_PTR + t + 1)
+            for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
+                at = q + tl.arange(0, DEPS)
+                need = at < dep_end
+                flag = SYNC + 1 + tl.load(DEP_BLK + at, mask=need, other=0)
+                # the loop carries a scalar (a vector loop-carried value crashes Triton 3.6's compiler)
                 ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
-        tl.debug_barrier()                 # the flags were read by some threads, the rows are read by all
+                while ready == 0:
+                    if NAP > 0:
+                        nap(tl.full([], NAP, tl.int32))
+                    ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
+            tl.debug_barrier()             # the flags were read by some threads, the rows are read by all
         if W > 0:
             if FUSED:
-                x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
-            w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S)
+                if DATA:                   # in flight while the factor row waits and works
+                    x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, volatile=True)
+                else:
+                    x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
+            w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, OWN, DATA,
+                            SENT, NAP)
             if FUSED:
+                if DATA:
+                    x_j = vec_await_entries(x_j, VEC + x_at, x_at, x_at >= 0, N_IN, SENT, NAP)
                 tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two_held)
         if FACTOR != 0 and (W == 0 or WALK):
-            factor_rows(v, walk, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK)
+            factor_rows(v, walk, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, OWN, FAC_PTR,
+                        DATA, SENT, NAP)
             if FUSED:                      # factor_rows ends at a barrier: the row is there for all
                 affine_finish(two & walk, start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w, ENT_VAL,
-                              ENT_AUX, VAL, VEC, False, CHUNK, 0, False, 0, 0, WIDE)
+                              ENT_AUX, VAL, VEC, False, CHUNK, N_IN, DATA, SENT, NAP, WIDE)
         affine_finish(aff, start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst, ENT_VAL, ENT_AUX, VAL, VEC,
-                      FACTOR == 0, CHUNK, 0, False, 0, 0, WIDE)
-        tl.debug_barrier()                 # every thread's stores issued before the flag goes up
-        tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
+                      FACTOR == 0, CHUNK, N_IN, DATA, SENT, NAP, WIDE, DATA)
+        if not DATA:
+            tl.debug_barrier()             # every thread's stores issued before the flag goes up
+            tl.atomic_xchg(SYNC + 1 + t, 1, sem="release")
         if STRIDE:
             t += tl.num_programs(0)
         else:
@@ -839,18 +914,38 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0
 
 
-def _run_syncfree(run, val, vec):
+def _run_syncfree(run, val, vec, own=None):
+    """The flag executor's launch; with `own` (a factor pair's DATA mode, _syncfree) VAL and VEC's
+    outputs hold the sentinel where they are still to be written, and `own` A's values."""
     blocks, sdev, fused = run.plan
     if blocks == 0:
         return
-    sync = torch.zeros(1 + blocks, dtype=torch.int32, device=val.device)
+    data = own is not None
+    sync = torch.zeros(1 + (0 if data else blocks), dtype=torch.int32, device=val.device)
     W, S, C = run.tables.held(run.block_rows)
     _launch_claimed(_syncfree, run, blocks,
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
-                     *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"]),
+                     *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
+                     run.tables.n1),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                          WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
-                         num_warps=run.num_warps))
+                         DATA=data, SENT=SENTINEL[val.dtype] if data else 0, num_warps=run.num_warps))
+
+
+def _data_buffers(run, vec):
+    """(VAL, OWN) for the flag executor's DATA mode (_syncfree), VEC's outputs set to the sentinel:
+    VAL is A's values with the sentinel where a step rewrites them (made once per runner, cloned
+    per call), OWN A's values, copied only where rows walk (they work in it)."""
+    bits = {torch.float64: torch.int64, torch.float32: torch.int32}[vec.dtype]
+    vec[run.tables.n1:].view(bits).fill_(SENTINEL[vec.dtype])
+    if getattr(run, "data_template", None) is None:
+        t = run.values.clone()
+        at = torch.from_numpy(run.tables.rewritten).to(t.device)
+        t.view(bits)[at] = SENTINEL[t.dtype]
+        run.data_template = t
+    W = run.tables.held(run.block_rows)[0]
+    own = run.values.clone() if (W == 0 or run.tables.walks) else run.values
+    return run.data_template.clone(), own
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -2064,7 +2159,7 @@ class Prepared:
             self.plan = schedule.cached(("t3_segments", block_rows, chain_steps, str(device)),
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
                                                               chain_steps, device))
-        elif executor == "dataflow":
+        elif executor == "dataflow" and not self.tables.factor:
             self.record_shape = shape = record_shape(self.tables)
             self.flat = reads_flat(shape, claim)
             if self.flat:
@@ -2083,7 +2178,8 @@ class Prepared:
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
-        else:
+        else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
+            self.data = executor == "dataflow"
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
@@ -2091,11 +2187,17 @@ class Prepared:
     @property
     def fused(self) -> int:
         """Solve rows the plan runs inside their factor rows' blocks (the flag executor's)."""
-        return self.plan[2] if self.executor == "syncfree" else 0
+        return self.plan[2] if kernel_of(self.executor, self.problem.pair) == "syncfree" else 0
+
+    data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
 
     def __call__(self, vector):
-        flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
+        flow = self.executor == "dataflow" and not self.data   # it copies the input into its slots itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
+        if self.data:
+            val, own = _data_buffers(self, vec)
+            _run_syncfree(self, val, vec, own)
+            return rows.results(self.tables, self.problem, val, vec)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
         if flow:
             _run_dataflow(self, val, vec, vector)
@@ -2127,15 +2229,17 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
     like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent program
     of the flag or dataflow executor (STRIDING) finds its next block (CLAIMS; None: CLAIM, or
-    "counter" with one program per block); fuse_rows, whether the flag executor runs a factor
-    pair's solve row with its factor row where the schedule puts both in one partition
-    (fused_rows; None: FUSE_ROWS; not with tickets "schedule", which then runs them apart)."""
+    "counter" with one program per block); fuse_rows, whether the flag executor, or the dataflow
+    executor on a factor pair, runs a factor pair's solve row with its factor row where the
+    schedule puts both in one partition (fused_rows; None: fuses_rows; not with tickets
+    "schedule", which then runs them apart)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
     if executor is not None and executor not in executors_for(pair):
-        raise ValueError(f"executor {executor!r} waits on the vector's entries, but {pair} computes a factor in "
-                         f"place (entries rewritten step by step); use one of {', '.join(executors_for(pair))}")
+        raise ValueError(f"executor {executor!r} carries vector entries from row to row, but {pair} computes a "
+                         f"factor in place (entries rewritten step by step); use one of "
+                         f"{', '.join(executors_for(pair))}")
     if tickets is not None and tickets not in TICKETS:
         raise ValueError(f"tickets must be one of {', '.join(TICKETS)} or None, got {tickets!r}")
     if block_rows is not None and (isinstance(block_rows, bool) or block_rows not in (1, 2, 4, 8, 16, 32, 64, 128)):
@@ -2163,36 +2267,38 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
                          f"program), got {chain_steps}")
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
-        executor = executor_rule(like.device, schedule)
+        executor = executor_rule(like.device, schedule, rows.device_tables(problem, like.device)[0])
+    kernel = kernel_of(executor, pair)
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:
-        programs_per_sm = _default_programs(executor)
+        programs_per_sm = _default_programs(kernel)
     if programs_per_sm is None:         # the dataflow executor: by the pattern
         programs_per_sm = dataflow_programs(rows.device_tables(problem, like.device)[0])
-    if executor not in STRIDING:
+    if kernel not in STRIDING:
         claim = "counter"               # the other executors' persistent programs always take tickets
-    claim = claim or default_claim(executor, programs_per_sm)
-    if executor == "dataflow" and claim == "stride" and tickets_ahead is None:
+    claim = claim or default_claim(kernel, programs_per_sm)
+    if kernel == "dataflow" and claim == "stride" and tickets_ahead is None:
         tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
-    if executor == "dataflow" and block_rows is None and reads_flat(record_shape(rows.device_tables(
+    if kernel == "dataflow" and block_rows is None and reads_flat(record_shape(rows.device_tables(
             problem, like.device)[0]), claim):
         block_rows = FLAT_BLOCK_ROWS
-    if executor == "dataflow" and (block_rows is None or tickets_ahead is None):
+    if kernel == "dataflow" and (block_rows is None or tickets_ahead is None):
         shape = dataflow_shape(schedule, problem.matrices, rows.device_tables(problem, like.device)[0])
         block_rows = shape[0] if block_rows is None else block_rows
         tickets_ahead = shape[1] if tickets_ahead is None else tickets_ahead
     if block_rows is None:
-        block_rows = tuning_defaults(executor, pair).get("block_rows", 1)
+        block_rows = tuning_defaults(kernel, pair).get("block_rows", 1)
     if block_rows is None:              # the flag executor on a factor pair: by its rows' shape
         block_rows = factor_block_rows(rows.device_tables(problem, like.device)[0])
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
-        tickets = tuning_defaults(executor).get("tickets") or "dag"
+        tickets = tuning_defaults(kernel).get("tickets") or "dag"
+    if fuse_rows is None:
+        fuse_rows = fuses_rows(executor, pair, rows.device_tables(problem, like.device)[0])
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim,
-                    FUSE_ROWS if fuse_rows is None else fuse_rows)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim, fuse_rows)
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
