@@ -1172,6 +1172,28 @@ def test_held_spans_property(gen, size, seed, pair, share):
         _check_spans(rows.row_tables(pair, *operands(pair, matrix(gen, size, seed))), share)
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 60), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS), kind=st.sampled_from(fs.KINDS),
+       executor=st.sampled_from(["syncfree", "dataflow"]), R=st.sampled_from([1, 2, 4]), fuse=st.booleans(),
+       share=st.sampled_from([0.5, 0.999]), dtype=st.sampled_from(DTYPES))
+def test_factor_executors_property(gen, size, seed, pair, kind, executor, R, fuse, share, dtype):
+    """The flag executor and the dataflow executor (the same kernel with the values as flags) give
+    t0's factor and solve on every generator, size and schedule, with rows fused or apart, and
+    with some rows walking beside the held ones (a low HOLD_SHARE)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rows, "HOLD_SHARE", share)
+        mp.setattr(rows, "_PATTERNS", {})
+        mats = operands(pair, matrix(gen, size, seed))
+        b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+        ref = _reference(pair, mats, b, dtype, ("factor_property", gen, size, seed, pair, dtype))
+        v = _vector(b, dtype)
+        run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor=executor,
+                         block_rows=R, fuse_rows=fuse)
+        assert run.data == (executor == "dataflow")
+        _check(run(v), ref, pair, mats, dtype, f"{executor} {kind} R={R} fuse={fuse} share={share}")
+
+
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 @pytest.mark.parametrize("runner", ["t2", "levels", "syncfree", "syncfree-fused", "dataflow", "dataflow-fused"])
 def test_held_and_walked_rows_together(pair, runner, monkeypatch):

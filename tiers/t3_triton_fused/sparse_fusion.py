@@ -293,7 +293,7 @@ def fuses_rows(executor, pair, tables) -> bool:
     call the same morning: 2.44 fused, wavefront 2.51); its IC(0), where no row walks, 1.42
     against 1.44. Where no row walks, the dataflow executor's fused rows won or tied as the
     flag executor's did (3D ILU(0) / IC(0) 0.97 / 1.28 against 1.09 / 1.39 ms, 2D IC(0) 4.36 against
-    4.78, 27-point IC(0) 6.60 against 7.62), 2D ILU(0) excepted (3.24 against 3.01). Why the
+    4.78, 27-point IC(0) 6.60 against 7.62), 2D ILU(0) excepted (3.24 against 3.00). Why the
     walked rows make fusing lose there was not profiled."""
     if executor == "dataflow" and pair in dags.FACTOR_PAIRS and tables.walks:
         return False
@@ -510,7 +510,7 @@ DATA_HELD_WORK = 1024
 RowTables.held_shape) on the flag executor, the others on the dataflow executor (values as
 flags). Measured on an H200 (2026-11-29, float64, A/B in one call, same plans, 3 interleaved
 rounds, figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefront
-schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.78; 3D ILU(0)
+schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.77; 3D ILU(0)
 1.24 → 0.95 / 1.39 → 1.03, IC(0) 1.48 → 1.34 / 1.65 → 1.37; power-law ILU(0) 2.44 → 2.15 / 2.51
 → 1.38 — a dependence hop is a store and the load that sees it, with no barrier, release fence
 or flag between. The 27-point grid's rows (S · C · W = 8192 and 4096), whose steps' own work
