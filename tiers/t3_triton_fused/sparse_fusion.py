@@ -938,7 +938,7 @@ def _data_buffers(run, vec):
     per call), OWN A's values, copied only where rows walk (they work in it)."""
     bits = {torch.float64: torch.int64, torch.float32: torch.int32}[vec.dtype]
     vec[run.tables.n1:].view(bits).fill_(SENTINEL[vec.dtype])
-    if getattr(run, "data_template", None) is None:
+    if run.data_template is None:
         t = run.values.clone()
         at = torch.from_numpy(run.tables.rewritten).to(t.device)
         t.view(bits)[at] = SENTINEL[t.dtype]
@@ -2180,6 +2180,7 @@ class Prepared:
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
+            self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
