@@ -139,10 +139,15 @@ class DAG:
 
 
 def dag_from_edges(u, v, n1, n2=0) -> DAG:
-    """DAG from dependences u[t] → v[t] (v needs u), grouped by v, each group sorted by u."""
+    """DAG from dependences u[t] → v[t] (v needs u), grouped by v, each group sorted by u. One sort
+    of the key v·n + u, not np.lexsort of the two: the same (u, v) order, about 4× faster on the
+    power-law graph's joint DAG (7M edges: 0.52 s against 2.10 on the development machine's CPU,
+    2026-11-29), and the inspectors build several such DAGs: on that graph they now take 1.8–2.5×
+    less time, with the same schedules (figures/data/inspector_sort_cpu_2026-11-29.txt)."""
     n = n1 + n2
-    order = np.lexsort((u, v))
-    u, v = np.asarray(u, np.int64)[order], np.asarray(v, np.int64)[order]
+    u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
+    order = np.argsort(v * max(n, 1) + u)
+    u, v = u[order], v[order]
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(v, minlength=n), out=ptr[1:])
     return DAG(ptr, u, n1, n2)
