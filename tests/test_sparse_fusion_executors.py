@@ -1056,6 +1056,17 @@ def test_factor_executor_rule():
     assert run.fuse_rows is t3.FUSE_ROWS and not run.tables.walks
 
 
+def test_factor_executor_rule_when_every_row_walks(monkeypatch):
+    """Past HELD_WORK every factor row walks (held_shape (0, 0, 0)): those are the heaviest rows,
+    so executor=None keeps them on the flag executor as it does the held 27-point rows."""
+    monkeypatch.setattr(rows, "HELD_WORK", 1)
+    monkeypatch.setattr(rows, "_PATTERNS", {})
+    A = sm.poisson3d(6, points=27)
+    tables = rows.row_tables("spic0_sptrsv", A)
+    assert tables.held_shape == (0, 0, 0) and int(np.prod(tables.hold_shape)) > t3.DATA_HELD_WORK
+    assert t3.executor_rule(torch.device("cuda"), _schedule("spic0_sptrsv", (A,), "wavefront"), tables) == "syncfree"
+
+
 def test_dataflow_fuses_rows_unless_rows_walk(monkeypatch):
     """fuse_rows=None: the dataflow executor fuses a factor pair's solve rows as the flag executor
     does (FUSE_ROWS), except where some factor rows walk in memory (fuses_rows); given, it is
@@ -1089,8 +1100,8 @@ def test_rewritten_entries():
         keep = np.setdiff1d(np.arange(len(first)), at)
         assert np.array_equal(factor[keep], first[keep]) and not np.array_equal(factor[at], first[at])
         run = t3.prepare(pair, A, like=_vector(b, "float64"), executor="dataflow")
-        vec = rows.new_vector(run.tables, _vector(b, "float64"), run.values)
-        val, own = t3._data_buffers(run, vec)
+        val, own, vec = t3._data_buffers(run, _vector(b, "float64"))
+        assert torch.equal(vec[:A.shape[0]].cpu(), _vector(b, "float64").cpu())
         sent = val.cpu().view(torch.int64).numpy() == t3.SENTINEL[torch.float64]
         assert np.array_equal(np.flatnonzero(sent), at) and torch.equal(own.cpu(), run.values.cpu())
         assert (vec[A.shape[0]:].cpu().view(torch.int64) == t3.SENTINEL[torch.float64]).all()

@@ -910,18 +910,25 @@ def table_args(dev) -> list:
     return [dev[k] for k in RowTables.ARRAYS]
 
 
-def new_vector(tables, vector, values, copy_in=True):
-    """VEC for one call: the input vector (not copied without copy_in, for an executor that
-    copies it elsewhere), then room for the outputs (NaN under TIERS_POISON). A prepared runner
-    takes vectors like the one it was prepared for: same length, dtype and device as its values."""
-    from tiers.buffers import empty
-
+def check_vector(tables, vector, values):
+    """A prepared runner takes vectors like the one it was prepared for: same length, dtype and
+    device as its values; ValueError otherwise."""
     n = tables.n1
     if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
         raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
     if vector.dtype != values.dtype or vector.device != values.device:
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
                          f"{values.dtype} on {values.device}")
+
+
+def new_vector(tables, vector, values, copy_in=True):
+    """VEC for one call: the input vector (not copied without copy_in, for an executor that
+    copies it elsewhere), then room for the outputs (NaN under TIERS_POISON), after
+    check_vector."""
+    from tiers.buffers import empty
+
+    n = tables.n1
+    check_vector(tables, vector, values)
     vec = empty((tables.vec_len,), dtype=vector.dtype, device=vector.device)
     if copy_in:
         vec[:n].copy_(vector)

@@ -31,12 +31,13 @@ CHUNK = 8
 
 
 @triton.jit
-def _rows(ITER, START, COUNT, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
-          HOLD_LEN, VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr,
+def _rows(ITER, START, COUNT, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
+          FAC_PTR, HOLD_LEN, VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr,
           CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
           WALK: tl.constexpr):
-    """Rows ITER[START + pid·R …] of one level of one kernel. WHAT: 0 an SpMV or SpTRSV row,
-    1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed; W, S, C: held
+    """Rows ITER[START + pid·R …] of one level of one kernel (KIND … HOLD_LEN: the row tables in
+    rows.table_args' order; a launch holds one kind, WHAT, so KIND is not read). WHAT: 0 an SpMV
+    or SpTRSV row, 1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed; W, S, C: held
     factor rows (RowTables.held), WALK: some walk beside them (RowTables.walks)."""
     at = START + tl.program_id(0) * R + tl.arange(0, R)
     ok = at < START + COUNT
@@ -92,10 +93,8 @@ class Prepared:
         val = self.values.clone() if t.factor else self.values
         wide = t.wide(CHUNK)
         for start, count, what, R, grid in self.launches:
-            _rows[(grid,)](self.iter, start, count, d["ent_ptr"], d["ent_val"], d["ent_aux"], d["upd_ptr"],
-                           d["upd_a"], d["upd_b"], d["rhs"], d["diag"], d["sign"], d["dst"], d["fac_ptr"],
-                           d["hold_len"], val, vec, WHAT=what, STATIC=t.factor == 0,
-                           R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
+            _rows[(grid,)](self.iter, start, count, *rows.table_args(d), val, vec, WHAT=what,
+                           STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
                            **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
                            num_warps=1 if R <= 8 else 2)
         return rows.results(t, self.problem, val, vec)

@@ -506,10 +506,11 @@ def executors_for(pair: str) -> tuple:
 
 
 DATA_HELD_WORK = 1024
-"""executor=None runs a factor pair whose held rows do more than this much step work (S · C · W,
-RowTables.held_shape) on the flag executor, the others on the dataflow executor (values as
-flags). Measured on an H200 (2026-11-29, float64, A/B in one call, same plans, 3 interleaved
-rounds, figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefront
+"""executor=None runs a factor pair whose held rows would do more than this much step work
+(S · C · W, RowTables.hold_shape — also where HELD_WORK makes every row walk, the heaviest rows
+of all) on the flag executor, the others on the dataflow executor (values as flags). Measured on
+an H200 (2026-11-29, float64, A/B in one call, same plans, 3 interleaved rounds,
+figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefront
 schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.77; 3D ILU(0)
 1.24 → 0.95 / 1.39 → 1.03, IC(0) 1.48 → 1.34 / 1.65 → 1.37; power-law ILU(0) 2.44 → 2.15 / 2.51
 → 1.38 — a dependence hop is a store and the load that sees it, with no barrier, release fence
@@ -525,7 +526,7 @@ def executor_rule(device, schedule, tables=None) -> str:
     limit = LEVELS_UP_TO.get(device.type, LEVELS_UP_TO["cuda"])
     if schedule.levels() <= limit:
         return "levels"
-    if tables is not None and tables.factor and int(np.prod(tables.held_shape)) > DATA_HELD_WORK:
+    if tables is not None and tables.factor and int(np.prod(tables.hold_shape)) > DATA_HELD_WORK:
         return "syncfree"
     return "dataflow"
 
@@ -920,8 +921,9 @@ def _run_syncfree(run, val, vec, own=None):
     blocks, sdev, fused = run.plan
     if blocks == 0:
         return
-    data = own is not None
-    sync = torch.zeros(1 + (0 if data else blocks), dtype=torch.int32, device=val.device)
+    data = own is not None       # no flags: only the ticket counter
+    sync = _fresh_ticket(val.device, run.claim) if data else torch.zeros(1 + blocks, dtype=torch.int32,
+                                                                          device=val.device)
     W, S, C = run.tables.held(run.block_rows)
     _launch_claimed(_syncfree, run, blocks,
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
@@ -932,12 +934,12 @@ def _run_syncfree(run, val, vec, own=None):
                          DATA=data, SENT=SENTINEL[val.dtype] if data else 0, num_warps=run.num_warps))
 
 
-def _data_buffers(run, vec):
-    """(VAL, OWN) for the flag executor's DATA mode (_syncfree), VEC's outputs set to the sentinel:
-    VAL is A's values with the sentinel where a step rewrites them (made once per runner, cloned
-    per call), OWN A's values, copied only where rows walk (they work in it)."""
-    bits = {torch.float64: torch.int64, torch.float32: torch.int32}[vec.dtype]
-    vec[run.tables.n1:].view(bits).fill_(SENTINEL[vec.dtype])
+def _data_buffers(run, vector):
+    """(VAL, OWN, VEC) for the flag executor's DATA mode (_syncfree): VAL is A's values with the
+    sentinel where a step rewrites them (made once per runner, cloned per call), OWN A's values,
+    copied only where rows walk (they work in it), VEC the input and then the sentinel in every
+    output, written by one kernel (_slots_from)."""
+    bits = torch.int64 if vector.dtype == torch.float64 else torch.int32
     if run.data_template is None:
         t = run.values.clone()
         at = torch.from_numpy(run.tables.rewritten).to(t.device)
@@ -945,7 +947,7 @@ def _data_buffers(run, vec):
         run.data_template = t
     W = run.tables.held(run.block_rows)[0]
     own = run.values.clone() if (W == 0 or run.tables.walks) else run.values
-    return run.data_template.clone(), own
+    return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -2193,12 +2195,13 @@ class Prepared:
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
 
     def __call__(self, vector):
-        flow = self.executor == "dataflow" and not self.data   # it copies the input into its slots itself
-        vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         if self.data:
-            val, own = _data_buffers(self, vec)
+            rows.check_vector(self.tables, vector, self.values)
+            val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.problem, val, vec)
+        flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
+        vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
         if flow:
             _run_dataflow(self, val, vec, vector)
