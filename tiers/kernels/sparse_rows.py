@@ -534,8 +534,13 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     l_jk) / pivot for j < i. The diagonal step, always the row's last, pairs every other entry of
     the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot
     gather of its pairs from registers (which every step paid for before: 27-point IC(0) then took
-    1.75× ILU(0)'s time). DATA (factor_rows' DATA mode): the row from OWN, the pivots and the
-    other operands polled from VAL, all issued before any is awaited."""
+    1.75× ILU(0)'s time), and it runs once, after the loop: a step of the loop neither sums the
+    squares nor takes a square root. IC(0), and ILU(0) in DATA mode, take every pivot's reciprocal
+    at once before the loop, so that a step multiplies and no division lies on the chain of steps
+    (one rounding more than a / b). ILU(0) with flags divides in the step: on the 27-point grid,
+    the one default case of that path, the reciprocals made it 33 % slower (figures/data/held_steps_ab_*).
+    DATA (factor_rows' DATA mode): the row from OWN, the pivots and the other operands polled from
+    VAL, all issued before any is awaited."""
     cols = tl.arange(0, W)
     own = other >= row0[:, None, None]
     pm = sm & (aux >= 0)
@@ -550,29 +555,34 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
         piv = tl.load(VAL + aux, mask=pm, other=1.0, cache_modifier=".cg")
         ext = tl.load(VAL + other, mask=om, other=0.0, cache_modifier=".cg")
-    for s in range(0, steps):
+    if FACTOR == 2 or DATA:
+        piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
+    for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
         here = tl.arange(0, S)[None, :] == s
         h3 = here[:, :, None]
-        live = tl.max((sm & here).to(tl.int32), 1) > 0                      # [R]
+        live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
         hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
         a_s = _pick(w, hit, 1)
         # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
         onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
         b = _pick(ext, h3, 1)
         if FACTOR == 1:
-            lik = _div(a_s, _pick(piv, here, 1))
+            if DATA:
+                lik = a_s * _pick(piv, here, 1)
+            else:
+                lik = _div(a_s, _pick(piv, here, 1))
             upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
             hitn = tl.max(onto.to(tl.int32), 1) > 0
             w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
         else:
-            diag = _pick(aux, here, 1) < 0
             a = tl.sum(tl.where(onto, w[:, None, :], 0.0), 2)
-            squares = tl.sum(tl.where(inrow & ~hit, w * w, 0.0), 1)
-            rest = a_s - tl.where(diag, squares, tl.sum(a * b, 1))
-            root = _sqrt(tl.where(diag & (rest > 0), rest, 1.0))
-            # a non-positive pivot is stored as it is, for the wrapper to report after the run
-            val = tl.where(diag, tl.where(rest > 0, root, rest), _div(rest, _pick(piv, here, 1)))
-            w = tl.where(hit, val[:, None], w)
+            w = tl.where(hit, ((a_s - tl.sum(a * b, 1)) * _pick(piv, here, 1))[:, None], w)
+    if FACTOR == 2:
+        diag = sm & (aux < 0)
+        hit = (cols[None, :] == tl.sum(tl.where(diag, loc, 0), 1)[:, None]) & (tl.max(diag.to(tl.int32), 1) > 0)[:, None]
+        rest = _pick(w, hit, 1) - tl.sum(tl.where(inrow & ~hit, w * w, 0.0), 1)
+        # a non-positive pivot is stored as it is, for the wrapper to report after the run
+        w = tl.where(hit, tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)[:, None], w)
     tl.debug_barrier()                 # every copy of the row read before it is overwritten (factor_rows)
     tl.store(VAL + at, w, mask=inrow)
     return w
