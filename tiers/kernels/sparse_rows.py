@@ -538,9 +538,10 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     squares nor takes a square root. IC(0), and ILU(0) in DATA mode, take every pivot's reciprocal
     at once before the loop, so that a step multiplies and no division lies on the chain of steps
     (one rounding more than a / b). ILU(0) with flags divides in the step: on the 27-point grid,
-    the one default case of that path, the reciprocals made it 33 % slower (figures/data/held_steps_ab_*).
-    DATA (factor_rows' DATA mode): the row from OWN, the pivots and the other operands polled from
-    VAL, all issued before any is awaited."""
+    the one default case of that path, the reciprocals made it 33 % slower, for reasons not found
+    (figures/data/held_steps_ab_*). The loop runs the steps that have a pivot (pm): all of ILU(0)'s,
+    all of IC(0)'s but the diagonal. DATA (factor_rows' DATA mode): the row from OWN, the pivots and
+    the other operands polled from VAL, all issued before any is awaited."""
     cols = tl.arange(0, W)
     own = other >= row0[:, None, None]
     pm = sm & (aux >= 0)
@@ -579,7 +580,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             w = tl.where(hit, ((a_s - tl.sum(a * b, 1)) * _pick(piv, here, 1))[:, None], w)
     if FACTOR == 2:
         diag = sm & (aux < 0)
-        hit = (cols[None, :] == tl.sum(tl.where(diag, loc, 0), 1)[:, None]) & (tl.max(diag.to(tl.int32), 1) > 0)[:, None]
+        at_diag = tl.sum(tl.where(diag, loc, 0), 1)
+        hit = (cols[None, :] == at_diag[:, None]) & (tl.max(diag.to(tl.int32), 1) > 0)[:, None]
         rest = _pick(w, hit, 1) - tl.sum(tl.where(inrow & ~hit, w * w, 0.0), 1)
         # a non-positive pivot is stored as it is, for the wrapper to report after the run
         w = tl.where(hit, tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)[:, None], w)
