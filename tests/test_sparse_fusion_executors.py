@@ -1107,6 +1107,59 @@ def test_rewritten_entries():
         assert (vec[A.shape[0]:].cpu().view(torch.int64) == t3.SENTINEL[torch.float64]).all()
 
 
+@pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
+@pytest.mark.parametrize("gen, apart", [("poisson2d", True), ("poisson3d", True), ("poisson3d_27", False),
+                                        ("powerlaw_laplacian", False)])
+def test_steps_apart(gen, apart, pair):
+    """RowTables.steps_apart against what it means: where a row's steps are apart, no step reads
+    what another step of the row wrote, so t0's factor holds every entry below the diagonal as
+    A's value over its pivot (ILU(0): l_ik·u_kk = a_ik; IC(0): l_ij·l_jj = a_ij); where they chain
+    (27-point stencil, a graph with triangles) some entry does not."""
+    A = matrix(gen, 64, 2)
+    t = rows.row_tables(pair, A)
+    assert t.steps_apart == apart
+    b = np.random.default_rng(5).standard_normal(A.shape[0])
+    F = _reference(pair, (A,), b, "float64", ("apart", gen, pair))[0]
+    F = sp.csr_matrix(F)
+    i, j = F.nonzero()
+    low = i > j
+    diag = F.diagonal()
+    ratio_holds = np.isclose(np.asarray(F[i[low], j[low]]).ravel() * diag[j[low]],
+                             np.asarray(A[i[low], j[low]]).ravel(), rtol=1e-12, atol=0)
+    assert ratio_holds.all() == apart
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
+@pytest.mark.parametrize("gen", ["poisson2d", "poisson3d"])
+def test_ic0_steps_in_one_pass_match_t0(gen, executor, dtype):
+    """IC(0) on the 5- and 7-point grids, whose held rows take their steps in one pass
+    (held_in_one_pass), on both executors that hold rows, under a schedule that fuses the solve
+    rows and one that cannot."""
+    pair = "spic0_sptrsv"
+    mats = operands(pair, matrix(gen, 64, 4))
+    b = np.random.default_rng(_seed("one pass", gen)).standard_normal(mats[0].shape[0])
+    tables = rows.row_tables(pair, *mats)
+    assert t3.held_in_one_pass(tables, tables.held_shape[0])
+    for kind in ("wavefront", "sparse_fusion"):
+        s = fs.inspect(pair, *mats, kind=kind, workers=2)
+        run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=s, executor=executor)
+        _check(run(_vector(b, dtype)), _reference(pair, mats, b, dtype, ("one pass", gen, dtype)), pair, mats, dtype,
+               f"t3 {executor} {gen} {kind}")
+
+
+def test_held_in_one_pass_rule():
+    """Only IC(0) rows whose steps are apart take them in one pass (ILU(0)'s pass measured slower),
+    and only where rows are held."""
+    for A, pair, expect in ((sm.poisson2d(6), "spic0_sptrsv", True), (sm.poisson3d(4), "spic0_sptrsv", True),
+                            (sm.poisson2d(6), "spilu0_sptrsv", False),
+                            (sm.poisson3d(4, points=27), "spic0_sptrsv", False)):
+        t = rows.row_tables(pair, A)
+        assert t3.held_in_one_pass(t, t.held_shape[0]) == expect
+        assert not t3.held_in_one_pass(t, 0)
+    assert not rows.row_tables("sptrsv_spmv", sp.tril(sm.poisson2d(6), format="csr"), sm.poisson2d(6)).steps_apart
+
+
 def test_t2_checks_the_schedule_it_does_not_follow():
     mats, b = _problem("sptrsv_spmv")
     with pytest.raises(ValueError, match="schedule was inspected for the pair 'spmv_sptrsv'"):

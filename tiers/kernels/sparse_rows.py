@@ -526,7 +526,7 @@ def _pick(x, sel, axis: tl.constexpr):
 @triton.jit
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
                 W: tl.constexpr, S: tl.constexpr, OWN, DATA: tl.constexpr = False, SENT: tl.constexpr = 0,
-                NAP: tl.constexpr = 0):
+                NAP: tl.constexpr = 0, APART: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
@@ -541,7 +541,10 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     the one default case of that path, the reciprocals made it 33 % slower, for reasons not found
     (figures/data/held_steps_ab_*). The loop runs the steps that have a pivot (pm): all of ILU(0)'s,
     all of IC(0)'s but the diagonal. DATA (factor_rows' DATA mode): the row from OWN, the pivots and
-    the other operands polled from VAL, all issued before any is awaited."""
+    the other operands polled from VAL, all issued before any is awaited. APART (IC(0) whose
+    steps are apart, RowTables.steps_apart, as on the 5- and 7-point grids; t3's
+    held_in_one_pass): the off-diagonal steps at once, one pass over [R, S, C, W] instead of a
+    loop."""
     cols = tl.arange(0, W)
     own = other >= row0[:, None, None]
     pm = sm & (aux >= 0)
@@ -558,26 +561,36 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         ext = tl.load(VAL + other, mask=om, other=0.0, cache_modifier=".cg")
     if FACTOR == 2 or DATA:
         piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
-    for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
-        here = tl.arange(0, S)[None, :] == s
-        h3 = here[:, :, None]
-        live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
-        hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
-        a_s = _pick(w, hit, 1)
-        # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
-        onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
-        b = _pick(ext, h3, 1)
-        if FACTOR == 1:
-            if DATA:
-                lik = a_s * _pick(piv, here, 1)
+    if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
+        tl.static_assert(FACTOR == 2, "held_finish: APART is IC(0)'s")
+        at_step = pm[:, :, None] & (loc[:, :, None] == cols[None, None, :])              # [R, S, W]
+        a = tl.sum(tl.where(at_step, w[:, None, :], 0.0), 2)                              # [R, S]
+        onto = mine[:, :, :, None] == cols[None, None, None, :]                           # [R, S, C, W]
+        ops = tl.sum(tl.where(onto, w[:, None, None, :], 0.0), 3)                         # [R, S, C]
+        lik = (a - tl.sum(ops * ext, 2)) * piv
+        stepped = tl.max(at_step.to(tl.int32), 1) > 0
+        w = tl.where(stepped, tl.sum(tl.where(at_step, lik[:, :, None], 0.0), 1), w)
+    else:
+        for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
+            here = tl.arange(0, S)[None, :] == s
+            h3 = here[:, :, None]
+            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
+            hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
+            a_s = _pick(w, hit, 1)
+            # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
+            onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
+            b = _pick(ext, h3, 1)
+            if FACTOR == 1:
+                if DATA:
+                    lik = a_s * _pick(piv, here, 1)
+                else:
+                    lik = _div(a_s, _pick(piv, here, 1))
+                upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
+                hitn = tl.max(onto.to(tl.int32), 1) > 0
+                w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
             else:
-                lik = _div(a_s, _pick(piv, here, 1))
-            upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
-            hitn = tl.max(onto.to(tl.int32), 1) > 0
-            w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
-        else:
-            a = tl.sum(tl.where(onto, w[:, None, :], 0.0), 2)
-            w = tl.where(hit, ((a_s - tl.sum(a * b, 1)) * _pick(piv, here, 1))[:, None], w)
+                a = tl.sum(tl.where(onto, w[:, None, :], 0.0), 2)
+                w = tl.where(hit, ((a_s - tl.sum(a * b, 1)) * _pick(piv, here, 1))[:, None], w)
     if FACTOR == 2:
         diag = sm & (aux < 0)
         at_diag = tl.sum(tl.where(diag, loc, 0), 1)
@@ -709,6 +722,23 @@ class RowTables:
         if not self.factor:
             return np.zeros(0, dtype=np.int64)
         return rewritten(self.n1, self.ent_ptr, self.ent_val, self.upd_ptr, self.upd_a)
+
+    @functools.cached_property
+    def steps_apart(self) -> bool:
+        """Whether no pair of a factor row's steps (but IC(0)'s diagonal step) touches an entry
+        that another of its steps writes: then no step reads what another wrote, and a held row
+        could run all its steps at once (held_finish's APART, which IC(0) takes). True on the 5-
+        and 7-point grids, whose lower neighbours are never neighbours of each other; False with a
+        27-point stencil (a row's 13 steps form chains 7 long) and on graphs with triangles."""
+        if not self.factor:
+            return False
+        e = np.arange(self.ent_ptr[0], self.ent_ptr[self.n1])
+        p = self.ent_val[e][self.ent_aux[e] >= 0]
+        step = np.zeros(len(self.upd_ptr) - 1, dtype=bool)
+        step[p] = True
+        count = self.upd_ptr[p + 1] - self.upd_ptr[p]
+        t = np.repeat(self.upd_ptr[p] - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(count.sum())
+        return not step[self.upd_a[t]].any()
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched

@@ -657,7 +657,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FUSE, X_AT, OWN, N_IN,
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
-              LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr):
+              LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
+              APART: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -728,7 +729,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, OWN, DATA,
-                            SENT, NAP)
+                            SENT, NAP, APART)
             if FUSED:
                 if DATA:
                     x_j = vec_await_entries(x_j, VEC + x_at, x_at, x_at >= 0, N_IN, SENT, NAP)
@@ -915,6 +916,19 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0
 
 
+def held_in_one_pass(tables, W) -> bool:
+    """_syncfree's APART: held IC(0) rows whose steps are apart (RowTables.steps_apart: on the 5-
+    and 7-point grids) take their off-diagonal steps in one pass (held_finish) instead of a loop.
+    Measured on an H200 (2026-11-29, float64, A/B in one call, 3 interleaved rounds, dataflow
+    executor, every output checked first; figures/data/held_apart_ab_*), one pass against the
+    loop, sparse-fusion / wavefront schedule: 2D IC(0) 2.76 / 3.16 ms against 3.42 / 3.35 (cuSPARSE
+    11.91), 3D IC(0) 1.04 / 1.20 against 1.10 / 1.15; ILU(0), whose pass also sums every step's
+    updates over [R, S, C, W], was slower or even: 2D 2.93 / 3.07 against 2.71 / 3.09, 3D 0.90 /
+    1.02 against 0.87 / 1.00. So ILU(0) keeps the loop. The flag executor takes the pass too
+    (executor="syncfree"; tested, not timed)."""
+    return bool(W) and tables.factor == rows.IC and tables.steps_apart
+
+
 def _run_syncfree(run, val, vec, own=None):
     """The flag executor's launch; with `own` (a factor pair's DATA mode, _syncfree) VAL and VEC's
     outputs hold the sentinel where they are still to be written, and `own` A's values."""
@@ -931,7 +945,8 @@ def _run_syncfree(run, val, vec, own=None):
                      run.tables.n1),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                          WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
-                         DATA=data, SENT=SENTINEL[val.dtype] if data else 0, num_warps=run.num_warps))
+                         DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
+                         num_warps=run.num_warps))
 
 
 def _data_buffers(run, vector):
