@@ -222,6 +222,22 @@ def test_wavefront_levels_reject_a_cycle():
         sd.wavefront_levels(dag)
 
 
+@pytest.mark.parametrize("pair", PAIRS)
+def test_reversed_dag_turns_every_dependence_around(pair):
+    """DAG.reversed: iteration u lists exactly the iterations that need it, and turning it around
+    again gives every iteration its own dependences back."""
+    dag = sd.joint_dag(pair, *operands(pair, matrix("powerlaw_laplacian", 60, 1)))
+    rev = dag.reversed()
+    u, v = dag.sources()
+    ru, rv = rev.sources()
+    assert (rev.n1, rev.n2) == (dag.n1, dag.n2)
+    assert sorted(zip(u.tolist(), v.tolist())) == sorted(zip(rv.tolist(), ru.tolist()))
+    back = rev.reversed()
+    assert np.array_equal(back.ptr, dag.ptr)
+    for x in range(dag.n):
+        assert sorted(back.idx[back.ptr[x]:back.ptr[x + 1]]) == sorted(dag.idx[dag.ptr[x]:dag.ptr[x + 1]])
+
+
 @pytest.mark.parametrize("gen", GENERATORS)
 def test_ilu0_and_ic0_structure_by_brute_force(gen):
     A = sd.csr(matrix(gen, 40, 1))

