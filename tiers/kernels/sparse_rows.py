@@ -736,9 +736,7 @@ class RowTables:
         p = self.ent_val[e][self.ent_aux[e] >= 0]
         step = np.zeros(len(self.upd_ptr) - 1, dtype=bool)
         step[p] = True
-        count = self.upd_ptr[p + 1] - self.upd_ptr[p]
-        t = np.repeat(self.upd_ptr[p] - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(count.sum())
-        return not step[self.upd_a[t]].any()
+        return not step[self.upd_a[dags.expand_ranges(self.upd_ptr[p], self.upd_ptr[p + 1])[1]]].any()
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched

@@ -949,7 +949,7 @@ def _data_buffers(run, vector):
     sentinel where a step rewrites them (made once per runner, cloned per call), OWN A's values,
     copied only where rows walk (they work in it), VEC the input and then the sentinel in every
     output, written by one kernel (_slots_from)."""
-    bits = torch.int64 if vector.dtype == torch.float64 else torch.int32
+    bits = SENTINEL_BITS[vector.dtype]
     if run.data_template is None:
         t = run.values.clone()
         at = torch.from_numpy(run.tables.rewritten).to(t.device)
@@ -965,6 +965,8 @@ def _data_buffers(run, vector):
 SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
 """Bit patterns of VEC's outputs before they are written: signalling NaNs, which no arithmetic
 produces (a NaN result is quiet) and which the validated, finite inputs never hold."""
+SENTINEL_BITS = {torch.float64: torch.int64, torch.float32: torch.int32}
+"""The integer view through which a buffer of that dtype is written or compared bit for bit."""
 
 
 @triton.jit
@@ -1356,7 +1358,7 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
 def _await_from(vec, n, claim="counter"):
     """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
     counter (_fresh_ticket): what every dataflow launch starts from."""
-    bits = torch.int64 if vec.dtype == torch.float64 else torch.int32
+    bits = SENTINEL_BITS[vec.dtype]
     vec.view(bits)[n:] = SENTINEL[vec.dtype]
     return _fresh_ticket(vec.device, claim)
 
@@ -1390,7 +1392,7 @@ def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1):
     sentinel in every output slot, or with `awaited` (per block of R slots) only in those of the
     blocks some row reads — written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on
     the 3D grid: figures/data/prof_early_*)."""
-    bits = torch.int64 if vector.dtype == torch.float64 else torch.int32
+    bits = SENTINEL_BITS[vector.dtype]
     slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
     n = vector.shape[0]                                    # a slot read but never reset then fails it
     first = 0 if copy else n
