@@ -238,9 +238,9 @@ def test_reversed_dag_turns_every_dependence_around(pair):
         assert sorted(back.idx[back.ptr[x]:back.ptr[x + 1]]) == sorted(dag.idx[dag.ptr[x]:dag.ptr[x + 1]])
 
 
-@pytest.mark.parametrize("gen", GENERATORS)
-def test_ilu0_and_ic0_structure_by_brute_force(gen):
-    A = sd.csr(matrix(gen, 40, 1))
+def _symbolic_by_brute_force(A):
+    """ilu0_symbolic and ic0_symbolic of A checked entry by entry against dictionaries."""
+    A = sd.csr(A)
     n = A.shape[0]
     pos = {(i, int(A.indices[p])): p for i in range(n) for p in range(A.indptr[i], A.indptr[i + 1])}
     s = sd.ilu0_symbolic(A)
@@ -258,6 +258,31 @@ def test_ilu0_and_ic0_structure_by_brute_force(gen):
         got = list(zip(c.pair_left[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist(),
                        c.pair_right[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist()))
         assert got == want, (i, j)
+
+
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_ilu0_and_ic0_structure_by_brute_force(gen):
+    _symbolic_by_brute_force(matrix(gen, 40, 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 40), density=st.floats(0.02, 0.4), hubs=st.integers(0, 3), seed=st.integers(0, 2**16))
+def test_symbolic_structure_with_hubs_by_brute_force(n, density, hubs, seed):
+    """Random unsymmetric patterns with a few dense rows and columns: the symbolic structures
+    walk the shorter of the two rows they intersect (sparse_dags._common_entries), so both a
+    short row beside a hub and a hub beside a short row must give every common entry, in order."""
+    rng = np.random.default_rng(seed)
+    M = sp.random(n, n, density=density, random_state=seed, format="lil")
+    for h in rng.integers(0, n, hubs):
+        M[int(h), :] = 1.0
+        M[:, int(h)] = 1.0
+    _symbolic_by_brute_force((M + sp.eye(n)).tocsr())
+
+
+def test_distinct_is_numpys_unique():
+    rng = np.random.default_rng(5)
+    for keys in (rng.integers(0, 50, 400), rng.integers(-3, 3, 7), np.zeros(0, np.int64), np.array([4])):
+        np.testing.assert_array_equal(sd.distinct(keys), np.unique(keys))
 
 
 # ---------------------------------------------------------------- t0 against SciPy

@@ -980,6 +980,26 @@ def test_prepared_runs_new_vectors_and_reuses_its_tables():
     assert all(s.cache[k] is v for k, v in cached.items()) and len(s.cache) == len(cached)
 
 
+@pytest.mark.parametrize("pair", ["spic0_sptrsv", "sptrsv_spmv"])
+def test_prepared_runners_outlive_the_caches(pair):
+    """The benchmark drops the pattern caches and each schedule's derived plans before every
+    prepare, so that each row's setup counts them (bench.runner): a runner prepared earlier must
+    keep running on what it holds, and the schedule keeps what its inspector left."""
+    mats, b = _problem(pair, seed=4)
+    s = fs.inspect(pair, *mats)
+    assert set(s.cache) == {"joint_dag", "joint_levels"}
+    like = _vector(b, "float64")
+    runs = [t3.prepare(pair, *mats, like=like, schedule=s, executor=ex) for ex in t3.executors_for(pair)[:2]]
+    runs.append(t2.prepare(pair, *mats, like=like))
+    rows.forget_patterns()
+    s.forget()
+    assert set(s.cache) == {"joint_dag", "joint_levels"}
+    ref = registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b)
+    for run in runs:
+        _check(run(like), ref, pair, mats, "float64", "after the caches were dropped")
+    assert rows._PATTERNS == {}          # no call looked the pattern up again
+
+
 def test_the_prepared_vector_must_fit():
     mats, b = _problem("sptrsv_spmv")
     run = t3.prepare("sptrsv_spmv", *mats, like=_vector(b, "float64"))
@@ -1575,6 +1595,26 @@ def test_flat_records(width, R, monkeypatch):
     _check(big(_vector(b, "float64")), ref, pair, mats, "float64", f"flat W={width} R=128 {pair}")
     monkeypatch.setattr(t3, "FLAT_RECORDS", False)
     assert not t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow").flat
+
+
+@settings(max_examples=40, deadline=None)
+@given(V=st.integers(0, 300), groups=st.integers(1, 20), W=st.sampled_from([1, 2, 4, 8, 32]),
+       R=st.sampled_from([1, 2, 4, 8]), seed=st.integers(0, 2**16))
+def test_flat_packing_is_the_greedy_cut(V, groups, W, R, seed):
+    """t3._pack follows the greedy cut from block start to block start; it must give what the
+    row-by-row greedy gives: a new block where the key changes, or R rows or W entries are full
+    (a row of more than W entries alone in its block)."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, groups, V)
+    cnt = rng.integers(1, W + 3, V)
+    order = np.lexsort((np.arange(V), key))
+    blk, lane, off = t3._pack(key, cnt, order, R, W)
+    b, j, o, last = -1, R, W, None
+    for v in order.tolist():
+        if key[v] != last or j == R or o + cnt[v] > W:
+            b, j, o, last = b + 1, 0, 0, key[v]
+        assert (blk[v], lane[v], off[v]) == (b, j, o), v
+        j, o = j + 1, o + int(cnt[v])
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

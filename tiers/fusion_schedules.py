@@ -77,6 +77,11 @@ class Schedule:
             self.cache[key] = build()
         return self.cache[key]
 
+    def forget(self) -> None:
+        """Drop what executors derived from the schedule; keep what the inspector left (_assemble)."""
+        for key in [k for k in self.cache if k not in ("joint_dag", "joint_levels")]:
+            del self.cache[key]
+
     def partitions(self) -> int:
         return len(self.part_ptr) - 1
 
@@ -202,9 +207,11 @@ def matches(schedule, pair: str, fp: str) -> None:
 
 # ---------------------------------------------------------------- assembling a schedule
 
-def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, reuse):
+def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, reuse, wl):
     """Schedule from per-iteration (coarse level, partition label within the level, order key):
-    iterations sorted by (level, partition, key, id); empty levels dropped."""
+    iterations sorted by (level, partition, key, id); empty levels dropped. The joint DAG and
+    its wavefront levels `wl` are left in the schedule's cache ("joint_dag", "joint_levels"),
+    where the sync-free executors look for them instead of building them again."""
     n = dag.n
     ids = np.arange(n, dtype=np.int64)
     order = np.lexsort((ids, key, part, level))
@@ -220,7 +227,7 @@ def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, 
     if n == 0:
         part_ptr, level_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
     return Schedule(kind, pair, dag.n1, dag.n2, level_ptr, part_ptr, order.astype(np.int64), packing, fp,
-                    cost, workers, reuse)
+                    cost, workers, reuse, cache={"joint_dag": dag, "joint_levels": wl})
 
 
 def _problem(pair, matrices):
@@ -280,7 +287,7 @@ def sequential(pair: str, *matrices, workers=None, **options) -> Schedule:
     kernel = (np.arange(dag.n) >= dag.n1).astype(np.int64)
     zero = np.zeros(dag.n, dtype=np.int64)
     return _assemble("sequential", pair, dag, zero, zero, kernel * (dag.n + 1) + wl, packing="separated",
-                     fp=fp, cost=cost, workers=1, reuse=reuse)
+                     fp=fp, cost=cost, workers=1, reuse=reuse, wl=wl)
 
 
 def wavefront(pair: str, *matrices, workers=None, **options) -> Schedule:
@@ -290,7 +297,7 @@ def wavefront(pair: str, *matrices, workers=None, **options) -> Schedule:
     wl = dags.wavefront_levels(dag)
     ids = np.arange(dag.n, dtype=np.int64)
     return _assemble("wavefront", pair, dag, wl, ids, np.zeros(dag.n, np.int64), packing="", fp=fp, cost=cost,
-                     workers=_workers(workers), reuse=reuse)
+                     workers=_workers(workers), reuse=reuse, wl=wl)
 
 
 def lbc(pair: str, *matrices, workers=None, slack: float = 0.1, **options) -> Schedule:
@@ -300,7 +307,8 @@ def lbc(pair: str, *matrices, workers=None, slack: float = 0.1, **options) -> Sc
     mats, dag, cost, fp, reuse = _problem(pair, matrices)
     wl = dags.wavefront_levels(dag)
     level, part = _lbc_assign(dag, cost, W, _slack(slack), wl)
-    return _assemble("lbc", pair, dag, level, part, wl, packing="", fp=fp, cost=cost, workers=W, reuse=reuse)
+    return _assemble("lbc", pair, dag, level, part, wl, packing="", fp=fp, cost=cost, workers=W, reuse=reuse,
+                     wl=wl)
 
 
 def _slack(slack):
@@ -439,13 +447,13 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
     if packing == "separated":
         key = (np.arange(n) >= n1) * (2 * n + 2) + key
     s = _assemble("sparse_fusion", pair, dag, level, part, key, packing=packing, fp=fp, cost=cost,
-                  workers=W, reuse=reuse)
+                  workers=W, reuse=reuse, wl=wl)
     if s.levels() > int(wl.max(initial=-1)) + 1:
         # a DAG where placing kernel 2 costs levels (not met on the test matrices): coarsen the
         # joint DAG instead, which never has more levels than its wavefronts
         level, part = _lbc_assign(dag, cost, W, slack, wl)
         s = _assemble("sparse_fusion", pair, dag, level, part, 2 * wl, packing=packing, fp=fp, cost=cost,
-                      workers=W, reuse=reuse)
+                      workers=W, reuse=reuse, wl=wl)
     return s
 
 

@@ -31,8 +31,12 @@ its one checked run (interpreter toy numbers, written under the temporary folder
 
 Bytes for GB/s count each matrix operand's values and indices once (4-byte indices, row
 pointers included), a factor written once, and each input and output vector once: the traffic
-of a perfect fused execution. `payoff_runs` = inspector ms / (best unfused ms − fused ms), the
-number of executor runs that repay building the schedule (None when the fused run is not faster);
+of a perfect fused execution. `setup_ms` is the wall time of what a provider does once before its
+runs: t2's and t3's `prepare` (validation, tables, uploads), the anchors' construction (cuSPARSE's
+analysis and buffers, the matrices' upload). `one_off_ms` = inspector ms + setup ms of a fused
+row − setup ms of the best unfused row, and `payoff_runs` = one_off_ms / (best unfused ms − fused
+ms): the number of executor runs that repay everything the fused code does once beyond what the
+best unfused code does once (0 when that is nothing, None when the fused run is not faster);
 best unfused is the fastest of t2 and the two cuSPARSE anchors.
 """
 from __future__ import annotations
@@ -479,15 +483,18 @@ def executors_of(fn, pair=None) -> tuple:
 
 
 def payoffs(rows: list[dict]) -> None:
-    """Fill `best_unfused_ms` and `payoff_runs` in the rows of one (matrix, pair, dtype) case."""
-    best = best_ms(rows, UNFUSED)
-    best = None if best != best else best
+    """Fill `best_unfused_ms`, `one_off_ms` and `payoff_runs` in the rows of one (matrix, pair,
+    dtype) case (the module docstring says what they count)."""
+    unfused = [r for r in rows if r["provider"] in UNFUSED and r.get("status") == "ok" and r["ms"] == r["ms"]]
+    best = min(unfused, key=lambda r: r["ms"]) if unfused else None
     for r in rows:
         if r.get("schedule") in KINDS and r["provider"] in ("t3_triton_fused", "t2_triton_unfused", "t1_torch"):
-            r["best_unfused_ms"] = best
-            gain = best - r["ms"] if best is not None and r.get("status") == "ok" else None
-            r["payoff_runs"] = (r["inspector_ms"] / gain if gain and gain > 0 and r.get("inspector_ms") is not None
-                                else None)
+            r["best_unfused_ms"] = best["ms"] if best else None
+            one_off = (r["inspector_ms"] + (r.get("setup_ms") or 0.0) - (best.get("setup_ms") or 0.0)
+                       if best and r.get("inspector_ms") is not None else None)
+            r["one_off_ms"] = one_off
+            gain = best["ms"] - r["ms"] if best and r.get("status") == "ok" else None
+            r["payoff_runs"] = max(one_off, 0.0) / gain if gain and gain > 0 and one_off is not None else None
 
 
 def _log(msg: str, progress: bool):
@@ -544,7 +551,8 @@ def inspect_all(pair, mats, kinds, workers, options=None) -> dict:
 def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
     """(row, call) for a tier: when its module has `prepare` (validation, tables and the upload
     of the values done once, like cuSPARSE's analysis) the prepared executor is what is timed,
-    and the preparation's wall time is recorded as setup_ms; otherwise the pair function.
+    and the preparation's wall time, with nothing cached but what the inspector left, is
+    recorded as setup_ms; otherwise the pair function.
     `tune`: more options for prepare (t3's TUNABLE)."""
     import torch
 
@@ -555,6 +563,11 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         kw.update(tune or {})
     if prepare is None:
         return {**row, "timed": "call"}, lambda: fn(*mats, v, **kw)
+    from tiers.kernels.sparse_rows import forget_patterns
+
+    forget_patterns()      # the pattern's tables and the plans count in every row's setup, not only the first's
+    if schedule is not None:
+        schedule.forget()
     start = time.perf_counter()
     try:
         prepared = prepare(pair, *mats, like=v, **kw)
@@ -781,6 +794,7 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                     for prov in (p for p in providers if p in ANCHORS):
                         row = dict(provider=prov)
                         try:
+                            start = time.perf_counter()
                             if prov == "scipy":
                                 call = scipy_call(pair, [M.astype(dtype) for M in mats], v64.astype(dtype))
                             elif no_cupy:
@@ -788,6 +802,8 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                                 continue
                             else:
                                 call = cupy_call(prov, pair, mats, v)
+                                torch.cuda.synchronize()
+                            row["setup_ms"] = 1e3 * (time.perf_counter() - start)
                         except NotImplementedError as e:
                             case.record({**row, "status": f"n/a: {e}"})
                             continue
@@ -840,7 +856,7 @@ def summary(rows) -> str:
         by.setdefault((r["matrix"], r["ordering"], r["dtype"], r["pair"]), []).append(r)
     sp = speedups(rows)
     lines = [f"{'matrix':<11} {'order':<7} {'dtype':<7} {'pair':<14} | ms per provider (best executor) "
-             f"| t3-SF speedup over: cuSPARSE, t2, t3-wavefront, t3-LBC"]
+             f"| t3-SF speedup over: cuSPARSE, t2, t3-wavefront, t3-LBC | runs to pay off"]
     for key in by:   # in the order measured: matrices as asked, pairs in PAIRS order
         rs = by[key]
         cells = []
@@ -856,7 +872,11 @@ def summary(rows) -> str:
                     status = next(r["status"] for r in rs if r["provider"] == prov)
                     cells.append(f"{label} {status.split(':')[0]}")
         s = sp[key]
+        sf = [r for r in rs if r["provider"] == "t3_triton_fused" and r.get("schedule") == "sparse_fusion"
+              and r.get("status") == "ok"]
+        pay = min(sf, key=lambda r: r["ms"]).get("payoff_runs") if sf else None
         lines.append(f"{key[0]:<11} {key[1]:<7} {key[2]:<7} {key[3]:<14} | " + ", ".join(cells) + " | "
                      + "  ".join(f"{s[k]:.2f}x" if s[k] == s[k] else "-" for k in
-                                 ("over_cusparse", "over_t2", "over_wavefront", "over_lbc")))
+                                 ("over_cusparse", "over_t2", "over_wavefront", "over_lbc"))
+                     + (f" | {pay:,.0f}" if pay is not None else " | -"))
     return "\n".join(lines)

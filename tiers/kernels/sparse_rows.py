@@ -933,6 +933,12 @@ def pattern_cached(problem, key, build, keep: int = 4):
     return store[key]
 
 
+def forget_patterns() -> None:
+    """Drop what pattern_cached keeps, so that the next `prepare` builds it again (the benchmark
+    does before each, so that every row's setup time counts the pattern's tables)."""
+    _PATTERNS.clear()
+
+
 def to_device(arrays: dict, device) -> dict:
     return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
 
@@ -940,8 +946,8 @@ def to_device(arrays: dict, device) -> dict:
 def device_tables(problem, device) -> tuple:
     """(host RowTables, their arrays on `device`), built once per pattern and device."""
     tables = pattern_cached(problem, "row_tables", lambda: row_tables(problem.pair, *problem.matrices))
-    dev = pattern_cached(problem, ("row_tables", str(device)),
-                         lambda: to_device({k: getattr(tables, k) for k in RowTables.ARRAYS}, device))
+    dev = pattern_cached(problem, ("row_tables", str(device)), lambda: to_device(
+        {**{k: getattr(tables, k) for k in RowTables.ARRAYS}, **_factor_index(tables)}, device))
     return tables, dev
 
 
@@ -975,18 +981,24 @@ def new_vector(tables, vector, values, copy_in=True):
     return vec
 
 
-def results(tables, problem, val, vec):
-    """The pair's two results from VAL and VEC. For ILU(0)/IC(0) the factor comes first, as a
-    torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's, and its pivots are checked
-    before (one device-to-host read): a kernel cannot raise, so a breakdown is reported here,
-    for the lowest row where it happened — the row t0 stops at (later bad pivots descend from
-    it)."""
-    n = problem.n
+def _factor_index(tables) -> dict:
+    """What results() indexes a factor pair's VAL with: its pivots' positions and the factor's CSR
+    pattern (int64), uploaded with the tables, not looked up per call."""
+    if not tables.factor:
+        return {}
+    return {k: np.asarray(a, dtype=np.int64) for k, a in
+            zip(("pivot_at", "factor_indptr", "factor_indices"), (tables.pivot_at, *tables.factor_pattern))}
+
+
+def results(tables, dev, val, vec):
+    """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
+    the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
+    and its pivots are checked before (one device-to-host read): a kernel cannot raise, so a
+    breakdown is reported here, for the lowest row where it happened — the row t0 stops at
+    (later bad pivots descend from it)."""
+    n = tables.n1
     outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:
         return outs
-    pivot_at, indptr, indices = pattern_cached(problem, ("factor", str(val.device)), lambda: tuple(
-        torch.from_numpy(np.asarray(a, dtype=np.int64)).to(val.device)
-        for a in (tables.pivot_at, *tables.factor_pattern)))
-    check_factor_pivots("ilu0" if tables.factor == ILU else "ic0", val[pivot_at])
-    return (torch.sparse_csr_tensor(indptr, indices, val, size=(n, n)),) + outs
+    check_factor_pivots("ilu0" if tables.factor == ILU else "ic0", val[dev["pivot_at"]])
+    return (torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n)),) + outs

@@ -166,6 +166,7 @@ launches kernels: what a solver calls at each step, and what a benchmark should 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -891,7 +892,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     u, v = dag.sources()
     if (block_of[u] >= block_of[v]).any():      # what the sync-free argument rests on
         raise AssertionError(f"tickets={tickets!r}: a block would wait for itself or a later block")
-    waits = np.unique(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
+    waits = dags.distinct(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
     dep_ptr = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(np.bincount(waits // max(B, 1), minlength=B), out=dep_ptr[1:])
     return blk_ptr, seq, dep_ptr, waits % max(B, 1)
@@ -1703,20 +1704,76 @@ holds at most FLAT_WIDTH rows, and seg (an int8) numbers at most 32, so a larger
 taken as min(block_rows, FLAT_WIDTH, 32)."""
 
 
-def _hub_tree(tables, i, W, writer):
-    """Row i's pieces (flat_plan), generation by generation: the first sums its entries W at a
-    time in the order they are written (`writer`: ticket position of each VEC entry's writer),
-    each next one W results of the one before, until the row's own W slots hold the last
-    generation's results and its right-hand side. Each piece is ("e", entries) or ("p", (gen,
-    first, end)): the results of pieces first..end−1 of generation gen."""
-    e = np.arange(tables.ent_ptr[i], tables.ent_ptr[i + 1])
-    e = e[np.argsort(writer[tables.ent_aux[e]], kind="stable")]
-    gens = [[("e", part) for part in np.array_split(e, -(-len(e) // W))]]
-    extra = int(tables.rhs[i] >= 0)
-    while len(gens[-1]) + extra > W:
-        prev = len(gens[-1])
-        gens.append([("p", (len(gens) - 1, a, min(a + W, prev))) for a in range(0, prev, W)])
-    return gens
+class HubTrees(NamedTuple):
+    """Every hub's pieces (flat_plan), hub by hub, generation by generation; per piece its hub
+    (index into the hubs), generation and size, for the first generation where its entries
+    start in `entries` (each hub's entries in the order they are written), for the later ones
+    the first piece of the generation before that it sums; per hub its generations and its last
+    generation's first piece and count."""
+    hub: np.ndarray
+    gen: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    src_lo: np.ndarray
+    entries: np.ndarray
+    gens: np.ndarray
+    last_lo: np.ndarray
+    last_count: np.ndarray
+
+
+def _hub_trees(tables, hubs, W, writer) -> HubTrees:
+    """The hub rows' pieces (flat_plan): a hub's first generation sums its entries, in the order
+    they are written (`writer`: ticket position of each VEC entry's writer), in ⌈L/W⌉ pieces as
+    even as np.array_split makes them; each next generation sums W results of the one before,
+    until the hub row's own W slots hold the last generation's results and its right-hand side."""
+    lens = np.diff(tables.ent_ptr)[hubs]
+    extra = (tables.rhs[hubs] >= 0).astype(np.int64)
+    owner, e = dags.expand_ranges(tables.ent_ptr[hubs], tables.ent_ptr[hubs + 1])
+    entries = e[np.lexsort((writer[tables.ent_aux[e]], owner))]
+    counts = [-(-lens // W)]
+    while (counts[-1] + extra > W).any():
+        c = counts[-1]
+        counts.append(np.where(c + extra > W, -(-c // W), 0))
+    N = np.stack(counts, axis=1) if len(hubs) else np.zeros((0, 1), np.int64)
+    gens = (N > 0).sum(axis=1)
+    base = (np.cumsum(N.ravel()) - N.ravel()).reshape(N.shape)       # each (hub, generation)'s first piece
+    cell, q = dags.expand_ranges(np.zeros(N.size, np.int64), N.ravel())
+    hub, gen = np.divmod(cell, N.shape[1])
+    even, more = np.divmod(lens, np.maximum(N[:, 0], 1))              # np.array_split: `more` pieces of even + 1
+    size0 = even[hub] + (q < more[hub])
+    start = (np.cumsum(lens) - lens)[hub] + q * even[hub] + np.minimum(q, more[hub])
+    prev = np.where(gen > 0, N[hub, np.maximum(gen - 1, 0)], 0)
+    size = np.where(gen == 0, size0, np.minimum(q * W + W, prev) - q * W)
+    src_lo = np.where(gen > 0, base[hub, np.maximum(gen - 1, 0)] + q * W, -1)
+    last = np.maximum(gens - 1, 0)
+    rows_ = np.arange(len(hubs))
+    return HubTrees(hub, gen, size, np.where(gen == 0, start, -1), src_lo, entries, gens,
+                    base[rows_, last], N[rows_, last])
+
+
+def _pack(key, cnt, order, R, W):
+    """(block, lane, offset) of each virtual row (flat_plan), taken in `order`: a new block where
+    the key changes, or R rows or W entries are full. The greedy cut is followed from block start
+    to block start (the next start of every position found at once), not row by row."""
+    K, C = key[order], cnt[order]
+    V = len(order)
+    q = np.arange(V)
+    ends = np.append(np.flatnonzero(K[1:] != K[:-1]) + 1, V)
+    run_end = ends[np.searchsorted(ends, q, side="right")]
+    inc = np.cumsum(C)
+    exc = inc - C
+    nxt = np.maximum(q + 1, np.minimum(np.minimum(q + R, run_end), np.searchsorted(inc, exc + W, side="right")))
+    starts, s, nx = [], 0, nxt.tolist()
+    while s < V:
+        starts.append(s)
+        s = nx[s]
+    starts = np.asarray(starts, dtype=np.int64)
+    first = np.zeros(V, dtype=bool)
+    first[starts] = True
+    b = np.cumsum(first) - 1
+    blk, lane, off = (np.empty(V, dtype=np.int64) for _ in range(3))
+    blk[order], lane[order], off[order] = b, q - starts[b], exc - exc[starts[b]]
+    return blk, lane, off
 
 
 def reads_flat(shape, claim) -> bool:
@@ -1732,7 +1789,7 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     of coefficient 1, so a block of short rows takes one gather and no row takes a second trip.
     A block holds at most R rows (lane j of block t writes VEC entry n + t·R + j, as in
     _dataflow_plan) and W entries. A row of more than W entries (a power-law hub) is cut into
-    pieces (_hub_tree): each piece is a row of its own, without divisor or place in row order,
+    pieces (_hub_trees): each piece is a row of its own, without divisor or place in row order,
     whose result only the next generation reads. Blocks follow ticket_order's groups in order,
     a row's pieces in blocks of their own just before its group, the first generation first, so
     every dependence still lies in an earlier block; a hub of 3000 entries becomes three hops of
@@ -1767,38 +1824,18 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     items = lens + has_rhs
     writer = np.full(tables.vec_len, -1, dtype=np.int64)
     writer[tables.dst[seq]] = np.arange(m)
-    hubs = [int(i) for i in seq[items[seq] > W]]
-    trees = {i: _hub_tree(tables, i, W, writer) for i in hubs}
     cnt = np.maximum(items[seq], 1)                  # an empty row still stores its 0 (one empty slot)
-    rank = np.zeros(m, dtype=np.int64)
-    extra = {}                                       # (hub, gen, piece) → virtual row
-    v_gid, v_rank, v_pos, v_cnt = [gid], [rank], [np.arange(m)], [cnt]
-    at = m
-    for p, i in zip(np.flatnonzero(items[seq] > W), hubs):
-        gens = trees[i]
-        cnt[p] = len(gens[-1]) + int(has_rhs[i])
-        for g, gen in enumerate(gens):
-            k = len(gen)
-            v_gid.append(np.full(k, gid[p])); v_rank.append(np.full(k, g - len(gens)))
-            v_pos.append(np.full(k, p)); v_cnt.append(np.array([len(w) if kind == "e" else w[2] - w[1]
-                                                                for kind, w in gen]))
-            for q in range(k):
-                extra[(i, g, q)] = at + q
-            at += k
-    v_gid, v_rank, v_pos, v_cnt = (np.concatenate(x).astype(np.int64) for x in (v_gid, v_rank, v_pos, v_cnt))
+    hp = np.flatnonzero(items[seq] > W)              # the hubs' ticket positions
+    tree = _hub_trees(tables, seq[hp], W, writer)
+    cnt[hp] = tree.last_count + has_rhs[seq[hp]]     # a hub row sums its last generation and b_i
+    # virtual rows: the m rows, then every hub's pieces, hub by hub, generation by generation
+    v_gid = np.concatenate([gid, gid[hp][tree.hub]])
+    v_rank = np.concatenate([np.zeros(m, np.int64), tree.gen - tree.gens[tree.hub]])
+    v_pos = np.concatenate([np.arange(m), hp[tree.hub]])
+    v_cnt = np.concatenate([cnt, tree.size])
     order = np.lexsort((np.arange(len(v_pos)), v_pos, v_rank, v_gid))
-    key = (v_gid * 1024 + v_rank + 512)[order].tolist()
-    blk, lane, off = (np.empty(len(order), dtype=np.int64) for _ in range(3))
-    b, j, o, last = -1, R, W, None
-    bl, ln, of = [], [], []
-    for kv, c in zip(key, v_cnt[order].tolist()):
-        if kv != last or j == R or o + c > W:
-            b, j, o, last = b + 1, 0, 0, kv
-        bl.append(b); ln.append(j); of.append(o)
-        j += 1
-        o += c
-    blk[order], lane[order], off[order] = bl, ln, of
-    B = b + 1
+    blk, lane, off = _pack(v_gid * 1024 + v_rank + 512, v_cnt, order, R, W)
+    B = int(blk.max(initial=-1)) + 1
     slot = blk * R + lane                            # per virtual row
     where = np.arange(tables.vec_len, dtype=np.int64)
     where[tables.dst[seq]] = n + slot[:m]
@@ -1806,38 +1843,39 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     pv = np.full(B * W, -1, dtype=np.int64)
     sg = np.zeros(B * W, dtype=np.int8)
     seg = np.full(B * W, 2, dtype=np.int8)           # padding: a segment of its own, stored nowhere
+
+    def put(v, c, k, x, val, sign):
+        """Entry k of virtual row v, of c: VEC position x, value index val, sign."""
+        at = blk[v] * W + off[v] + k
+        px[at], pv[at], sg[at] = x, val, sign
+        seg[at] = 4 * lane[v] + 2 * (k == 0) + (k == c - 1)
+
     # the rows that are not cut, all at once
     plain = np.flatnonzero(items[seq] <= W)
     i = seq[plain]
-    c = cnt[plain]
-    row = np.repeat(np.arange(len(plain)), c)
-    k = np.arange(len(row)) - np.repeat(np.cumsum(c) - c, c)
-    at_ = (blk[plain] * W + off[plain])[row] + k
+    row, k = dags.expand_ranges(np.zeros(len(plain), np.int64), cnt[plain])
     ent = k < lens[i][row]
     e = tables.ent_ptr[i][row] + k
-    px[at_[ent]], pv[at_[ent]] = where[tables.ent_aux[e[ent]]], tables.ent_val[e[ent]]
-    sg[at_[ent]] = tables.sign[i][row][ent]
     rh = (k == lens[i][row]) & has_rhs[i][row]
-    px[at_[rh]], pv[at_[rh]], sg[at_[rh]] = where[tables.rhs[i][row][rh]], -2, 1
-    seg[at_] = 4 * lane[plain][row] + 2 * (k == 0) + (k == c[row] - 1)
-    # the hubs' pieces and the hub rows themselves
-    for p, i in zip(np.flatnonzero(items[seq] > W), hubs):
-        gens = trees[i]
-        for g, gen in enumerate(gens + [None]):
-            members = [(extra[(i, g, q)], w) for q, w in enumerate(gen)] if gen is not None else \
-                [(p, ("p", (len(gens) - 1, 0, len(gens[-1]))))]
-            for v, (kind, w) in members:
-                base = blk[v] * W + off[v]
-                if kind == "e":
-                    cols = (where[tables.ent_aux[w]], tables.ent_val[w], np.full(len(w), tables.sign[i]))
-                else:
-                    src = [extra[(i, w[0], q)] for q in range(w[1], w[2])]
-                    cols = (n + slot[src], np.full(len(src), -2), np.ones(len(src)))
-                if gen is None and has_rhs[i]:
-                    cols = tuple(np.append(a, x) for a, x in zip(cols, (where[tables.rhs[i]], -2, 1)))
-                cn = len(cols[0])
-                px[base:base + cn], pv[base:base + cn], sg[base:base + cn] = cols
-                seg[base:base + cn] = 4 * lane[v] + 2 * (np.arange(cn) == 0) + (np.arange(cn) == cn - 1)
+    x = np.where(ent, where[tables.ent_aux[np.where(ent, e, 0)]], np.where(rh, where[tables.rhs[i][row]], -1))
+    val = np.where(ent, tables.ent_val[np.where(ent, e, 0)], np.where(rh, -2, -1))
+    put(plain[row], cnt[plain][row], k, x, val, np.where(ent, tables.sign[i][row], np.where(rh, 1, 0)))
+    # the first generation's pieces: a hub's entries in the order they are written
+    first = np.flatnonzero(tree.gen == 0)
+    piece, k = dags.expand_ranges(np.zeros(len(first), np.int64), tree.size[first])
+    e = tree.entries[tree.start[first][piece] + k]
+    hub = seq[hp][tree.hub[first][piece]]
+    put(m + first[piece], tree.size[first][piece], k, where[tables.ent_aux[e]], tables.ent_val[e], tables.sign[hub])
+    # later pieces and the hub rows: results of pieces of the generation before, coefficient 1
+    later = np.flatnonzero(tree.gen > 0)
+    lo = np.concatenate([tree.src_lo[later], tree.last_lo])
+    c = np.concatenate([tree.size[later], tree.last_count])
+    owner, src = dags.expand_ranges(lo, lo + c)
+    v = np.concatenate([m + later, hp])
+    total = np.concatenate([tree.size[later], cnt[hp]])
+    put(v[owner], total[owner], src - lo[owner], n + slot[m + src], -2, 1)
+    hr = np.flatnonzero(has_rhs[seq[hp]])           # a hub row's right-hand side comes last
+    put(hp[hr], cnt[hp][hr], tree.last_count[hr], where[tables.rhs[seq[hp][hr]]], -2, 1)
     diag = np.full(B * R, -1, dtype=np.int64)
     dst = np.full(B * R, -1, dtype=np.int64)
     diag[slot[:m]], dst[slot[:m]] = tables.diag[seq], tables.dst[seq]
@@ -1999,7 +2037,7 @@ def _block_heads(schedule, mats, head, top, key, R, by_level):
     of_head[heads] = block
     u, v = _links(schedule, mats)[:2]
     bu, bv = of_head[top[u]], of_head[top[v]]
-    waits = np.unique(bv[bu != bv] * max(blocks, 1) + bu[bu != bv])
+    waits = dags.distinct(bv[bu != bv] * max(blocks, 1) + bu[bu != bv])
     level = dags.wavefront_levels(dags.dag_from_edges(waits % max(blocks, 1), waits // max(blocks, 1), blocks))
     rank = np.empty(blocks, dtype=np.int64)
     rank[np.lexsort((np.arange(blocks), level))] = np.arange(blocks)
@@ -2211,7 +2249,7 @@ class Prepared:
             rows.check_vector(self.tables, vector, self.values)
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
-            return rows.results(self.tables, self.problem, val, vec)
+            return rows.results(self.tables, self.dev, val, vec)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
@@ -2219,7 +2257,7 @@ class Prepared:
             _run_dataflow(self, val, vec, vector)
         else:
             RUNS[self.executor](self, val, vec)
-        return rows.results(self.tables, self.problem, val, vec)
+        return rows.results(self.tables, self.dev, val, vec)
 
 
 RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains, "segments": _run_segments}
