@@ -987,13 +987,13 @@ def test_prepared_runners_outlive_the_caches(pair):
     keep running on what it holds, and the schedule keeps what its inspector left."""
     mats, b = _problem(pair, seed=4)
     s = fs.inspect(pair, *mats)
-    assert set(s.cache) == {"joint_dag", "joint_levels"}
+    assert set(s.cache) == {fs.JOINT_DAG, fs.JOINT_LEVELS}
     like = _vector(b, "float64")
     runs = [t3.prepare(pair, *mats, like=like, schedule=s, executor=ex) for ex in t3.executors_for(pair)[:2]]
     runs.append(t2.prepare(pair, *mats, like=like))
     rows.forget_patterns()
     s.forget()
-    assert set(s.cache) == {"joint_dag", "joint_levels"}
+    assert set(s.cache) == {fs.JOINT_DAG, fs.JOINT_LEVELS}
     ref = registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b)
     for run in runs:
         _check(run(like), ref, pair, mats, "float64", "after the caches were dropped")
@@ -1473,7 +1473,7 @@ def test_a_ticket_order_that_waits_on_the_future_is_refused(monkeypatch):
     mats = operands("spilu0_sptrsv", A)
     s = fs.inspect("spilu0_sptrsv", *mats, kind="wavefront")
     dag, level = t3._joint(s, mats)
-    s.cache["joint_levels"] = level.max() - level             # reversed: every dependence points to the future
+    s.cache[fs.JOINT_LEVELS] = level.max() - level             # reversed: every dependence points to the future
     with pytest.raises(AssertionError, match="a block would wait for itself or a later block"):
         t3.ticket_blocks(s, mats, 4, "dag")
 

@@ -50,6 +50,10 @@ DEFAULT_WORKERS = 8
 vectorised executors run every partition of a level at once whatever this number is."""
 
 
+# the keys under which an inspector leaves the joint DAG and its wavefront levels in a schedule's cache
+JOINT_DAG, JOINT_LEVELS = "joint_dag", "joint_levels"
+
+
 @dataclass(frozen=True, eq=False)
 class Schedule:
     kind: str              # "sequential" | "wavefront" | "lbc" | "sparse_fusion"
@@ -79,7 +83,7 @@ class Schedule:
 
     def forget(self) -> None:
         """Drop what executors derived from the schedule; keep what the inspector left (_assemble)."""
-        for key in [k for k in self.cache if k not in ("joint_dag", "joint_levels")]:
+        for key in [k for k in self.cache if k not in (JOINT_DAG, JOINT_LEVELS)]:
             del self.cache[key]
 
     def partitions(self) -> int:
@@ -210,8 +214,8 @@ def matches(schedule, pair: str, fp: str) -> None:
 def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, reuse, wl):
     """Schedule from per-iteration (coarse level, partition label within the level, order key):
     iterations sorted by (level, partition, key, id); empty levels dropped. The joint DAG and
-    its wavefront levels `wl` are left in the schedule's cache ("joint_dag", "joint_levels"),
-    where the sync-free executors look for them instead of building them again."""
+    its wavefront levels `wl` are left in the schedule's cache (JOINT_DAG, JOINT_LEVELS), where
+    the sync-free executors look for them instead of building them again."""
     n = dag.n
     ids = np.arange(n, dtype=np.int64)
     order = np.lexsort((ids, key, part, level))
@@ -227,7 +231,7 @@ def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, 
     if n == 0:
         part_ptr, level_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
     return Schedule(kind, pair, dag.n1, dag.n2, level_ptr, part_ptr, order.astype(np.int64), packing, fp,
-                    cost, workers, reuse, cache={"joint_dag": dag, "joint_levels": wl})
+                    cost, workers, reuse, cache={JOINT_DAG: dag, JOINT_LEVELS: wl})
 
 
 def _problem(pair, matrices):

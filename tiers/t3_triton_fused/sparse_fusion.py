@@ -176,7 +176,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tiers import buffers
 from tiers import sparse_dags as dags
-from tiers.fusion_schedules import default_schedule
+from tiers.fusion_schedules import JOINT_DAG, JOINT_LEVELS, default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum,
@@ -595,8 +595,8 @@ def _run_levels(run, val, vec):
 def _joint(schedule, mats):
     """(joint DAG, its wavefront levels) of the schedule's pair, built once per schedule and
     shared by every plan the sync-free executors make from it."""
-    dag = schedule.cached("joint_dag", lambda: dags.joint_dag(schedule.pair, *mats))
-    return dag, schedule.cached("joint_levels", lambda: dags.wavefront_levels(dag))
+    dag = schedule.cached(JOINT_DAG, lambda: dags.joint_dag(schedule.pair, *mats))
+    return dag, schedule.cached(JOINT_LEVELS, lambda: dags.wavefront_levels(dag))
 
 
 def _latest_levels(schedule, mats, merged=False):
