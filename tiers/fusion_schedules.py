@@ -235,12 +235,15 @@ def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, 
 
 
 def _problem(pair, matrices):
-    """Validate the matrices once and derive what every inspector needs."""
+    """Validate the matrices once and derive what every inspector needs: (matrices, joint DAG,
+    joint cost, fingerprint, reuse ratio, (kernel 1's DAG, kernel 2's DAG)); the kernels' DAGs
+    are built once, for the joint DAG and the sparse-fusion inspector both."""
     from tiers.validation import validate_fusion_matrices
 
     mats = validate_fusion_matrices(pair, matrices)
-    return mats, dags.joint_dag(pair, *mats), dags.joint_cost(pair, *mats), fingerprint(pair, *mats), \
-        dags.reuse_ratio(pair, *mats)
+    g1, g2, inter = dags.kernel_dags(pair, *mats)
+    return mats, dags.joint_from(g1, g2, inter), dags.joint_cost(pair, *mats), fingerprint(pair, *mats), \
+        dags.reuse_ratio(pair, *mats), (g1, g2)
 
 
 def _workers(workers):
@@ -286,7 +289,7 @@ def _no_options(kind, options):
 def sequential(pair: str, *matrices, workers=None, **options) -> Schedule:
     """One level, one partition: kernel 1's rows in dependence order, then kernel 2's."""
     _no_options("sequential", options)
-    mats, dag, cost, fp, reuse = _problem(pair, matrices)
+    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
     wl = dags.wavefront_levels(dag)
     kernel = (np.arange(dag.n) >= dag.n1).astype(np.int64)
     zero = np.zeros(dag.n, dtype=np.int64)
@@ -297,7 +300,7 @@ def sequential(pair: str, *matrices, workers=None, **options) -> Schedule:
 def wavefront(pair: str, *matrices, workers=None, **options) -> Schedule:
     """Level sets of the joint DAG; every iteration is its own partition."""
     _no_options("wavefront", options)
-    mats, dag, cost, fp, reuse = _problem(pair, matrices)
+    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
     wl = dags.wavefront_levels(dag)
     ids = np.arange(dag.n, dtype=np.int64)
     return _assemble("wavefront", pair, dag, wl, ids, np.zeros(dag.n, np.int64), packing="", fp=fp, cost=cost,
@@ -308,7 +311,7 @@ def lbc(pair: str, *matrices, workers=None, slack: float = 0.1, **options) -> Sc
     """Load-balanced level coarsening of the joint DAG (see the module docstring)."""
     _no_options("lbc", options)
     W = _workers(workers)
-    mats, dag, cost, fp, reuse = _problem(pair, matrices)
+    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
     wl = dags.wavefront_levels(dag)
     level, part = _lbc_assign(dag, cost, W, _slack(slack), wl)
     return _assemble("lbc", pair, dag, level, part, wl, packing="", fp=fp, cost=cost, workers=W, reuse=reuse,
@@ -436,12 +439,11 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
     _no_options("sparse_fusion", options)
     W = _workers(workers)
     slack = _slack(slack)
-    mats, dag, cost, fp, reuse = _problem(pair, matrices)
+    mats, dag, cost, fp, reuse, (g1, g2) = _problem(pair, matrices)
     if packing is None:
         packing = "interleaved" if reuse > 1 else "separated"
     if packing not in ("interleaved", "separated"):
         raise ValueError(f"packing must be 'interleaved' or 'separated', got {packing!r}")
-    g1, g2, _ = dags.kernel_dags(pair, *mats)
     n1, n = dag.n1, dag.n
     wl = dags.wavefront_levels(dag)
     if g1.edges == 0 and g2.edges > 0:

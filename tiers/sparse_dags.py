@@ -234,7 +234,12 @@ def kernel_dags(pair: str, *matrices) -> tuple[DAG, DAG, tuple[np.ndarray, np.nd
 
 def joint_dag(pair: str, *matrices) -> DAG:
     """The pair's iterations as one DAG: kernel 1's rows are 0..n1−1, kernel 2's n1..n1+n2−1."""
-    g1, g2, (u, i) = kernel_dags(pair, *matrices)
+    return joint_from(*kernel_dags(pair, *matrices))
+
+
+def joint_from(g1: DAG, g2: DAG, inter) -> DAG:
+    """joint_dag from what kernel_dags returns, for a caller that needs the kernels' DAGs too."""
+    u, i = inter
     u1, v1 = g1.sources()
     u2, v2 = g2.sources()
     n1 = g1.n1
