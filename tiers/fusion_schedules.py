@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -211,11 +212,12 @@ def matches(schedule, pair: str, fp: str) -> None:
 
 # ---------------------------------------------------------------- assembling a schedule
 
-def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, reuse, wl):
-    """Schedule from per-iteration (coarse level, partition label within the level, order key):
-    iterations sorted by (level, partition, key, id); empty levels dropped. The joint DAG and
-    its wavefront levels `wl` are left in the schedule's cache (JOINT_DAG, JOINT_LEVELS), where
-    the sync-free executors look for them instead of building them again."""
+def _assemble(kind, prob, level, part, key, *, packing, workers):
+    """Schedule of `prob` (_problem) from per-iteration (coarse level, partition label within the
+    level, order key): iterations sorted by (level, partition, key, id); empty levels dropped.
+    The joint DAG and its wavefront levels are left in the schedule's cache (JOINT_DAG,
+    JOINT_LEVELS), where the sync-free executors look for them instead of building them again."""
+    dag = prob.dag
     n = dag.n
     ids = np.arange(n, dtype=np.int64)
     order = np.lexsort((ids, key, part, level))
@@ -230,20 +232,31 @@ def _assemble(kind, pair, dag, level, part, key, *, packing, fp, cost, workers, 
     level_ptr = np.append(np.flatnonzero(new_level), len(starts)).astype(np.int64)
     if n == 0:
         part_ptr, level_ptr = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    return Schedule(kind, pair, dag.n1, dag.n2, level_ptr, part_ptr, order.astype(np.int64), packing, fp,
-                    cost, workers, reuse, cache={JOINT_DAG: dag, JOINT_LEVELS: wl})
+    return Schedule(kind, prob.pair, dag.n1, dag.n2, level_ptr, part_ptr, order.astype(np.int64), packing,
+                    prob.fp, prob.cost, workers, prob.reuse, cache={JOINT_DAG: dag, JOINT_LEVELS: prob.levels})
 
 
-def _problem(pair, matrices):
-    """Validate the matrices once and derive what every inspector needs: (matrices, joint DAG,
-    joint cost, fingerprint, reuse ratio, (kernel 1's DAG, kernel 2's DAG)); the kernels' DAGs
-    are built once, for the joint DAG and the sparse-fusion inspector both."""
+class _Problem(NamedTuple):
+    """What every inspector derives from the validated matrices (_problem)."""
+    pair: str
+    dag: dags.DAG            # the joint DAG
+    levels: np.ndarray       # its wavefront levels
+    cost: np.ndarray         # joint_cost
+    fp: str                  # fingerprint
+    reuse: float             # reuse_ratio
+    g1: dags.DAG             # kernel 1's DAG and kernel 2's, which the joint DAG is built from
+    g2: dags.DAG
+
+
+def _problem(pair, matrices) -> _Problem:
+    """Validate the matrices once and derive what every inspector needs."""
     from tiers.validation import validate_fusion_matrices
 
     mats = validate_fusion_matrices(pair, matrices)
     g1, g2, inter = dags.kernel_dags(pair, *mats)
-    return mats, dags.joint_from(g1, g2, inter), dags.joint_cost(pair, *mats), fingerprint(pair, *mats), \
-        dags.reuse_ratio(pair, *mats), (g1, g2)
+    dag = dags.joint_from(g1, g2, inter)
+    return _Problem(pair, dag, dags.wavefront_levels(dag), dags.joint_cost(pair, *mats), fingerprint(pair, *mats),
+                    dags.reuse_ratio(pair, *mats), g1, g2)
 
 
 def _workers(workers):
@@ -289,33 +302,30 @@ def _no_options(kind, options):
 def sequential(pair: str, *matrices, workers=None, **options) -> Schedule:
     """One level, one partition: kernel 1's rows in dependence order, then kernel 2's."""
     _no_options("sequential", options)
-    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
-    wl = dags.wavefront_levels(dag)
-    kernel = (np.arange(dag.n) >= dag.n1).astype(np.int64)
-    zero = np.zeros(dag.n, dtype=np.int64)
-    return _assemble("sequential", pair, dag, zero, zero, kernel * (dag.n + 1) + wl, packing="separated",
-                     fp=fp, cost=cost, workers=1, reuse=reuse, wl=wl)
+    prob = _problem(pair, matrices)
+    n, n1 = prob.dag.n, prob.dag.n1
+    kernel = (np.arange(n) >= n1).astype(np.int64)
+    zero = np.zeros(n, dtype=np.int64)
+    return _assemble("sequential", prob, zero, zero, kernel * (n + 1) + prob.levels, packing="separated",
+                     workers=1)
 
 
 def wavefront(pair: str, *matrices, workers=None, **options) -> Schedule:
     """Level sets of the joint DAG; every iteration is its own partition."""
     _no_options("wavefront", options)
-    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
-    wl = dags.wavefront_levels(dag)
-    ids = np.arange(dag.n, dtype=np.int64)
-    return _assemble("wavefront", pair, dag, wl, ids, np.zeros(dag.n, np.int64), packing="", fp=fp, cost=cost,
-                     workers=_workers(workers), reuse=reuse, wl=wl)
+    prob = _problem(pair, matrices)
+    n = prob.dag.n
+    return _assemble("wavefront", prob, prob.levels, np.arange(n, dtype=np.int64), np.zeros(n, np.int64),
+                     packing="", workers=_workers(workers))
 
 
 def lbc(pair: str, *matrices, workers=None, slack: float = 0.1, **options) -> Schedule:
     """Load-balanced level coarsening of the joint DAG (see the module docstring)."""
     _no_options("lbc", options)
     W = _workers(workers)
-    mats, dag, cost, fp, reuse, _ = _problem(pair, matrices)
-    wl = dags.wavefront_levels(dag)
-    level, part = _lbc_assign(dag, cost, W, _slack(slack), wl)
-    return _assemble("lbc", pair, dag, level, part, wl, packing="", fp=fp, cost=cost, workers=W, reuse=reuse,
-                     wl=wl)
+    prob = _problem(pair, matrices)
+    level, part = _lbc_assign(prob.dag, prob.cost, W, _slack(slack), prob.levels)
+    return _assemble("lbc", prob, level, part, prob.levels, packing="", workers=W)
 
 
 def _slack(slack):
@@ -439,27 +449,25 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
     _no_options("sparse_fusion", options)
     W = _workers(workers)
     slack = _slack(slack)
-    mats, dag, cost, fp, reuse, (g1, g2) = _problem(pair, matrices)
+    prob = _problem(pair, matrices)
+    dag, cost, wl, g1, g2 = prob.dag, prob.cost, prob.levels, prob.g1, prob.g2
     if packing is None:
-        packing = "interleaved" if reuse > 1 else "separated"
+        packing = "interleaved" if prob.reuse > 1 else "separated"
     if packing not in ("interleaved", "separated"):
         raise ValueError(f"packing must be 'interleaved' or 'separated', got {packing!r}")
     n1, n = dag.n1, dag.n
-    wl = dags.wavefront_levels(dag)
     if g1.edges == 0 and g2.edges > 0:
         level, part, key = _fuse_tail_first(dag, cost, W, slack, wl)
     else:
         level, part, key = _fuse_head_first(dag, g1, g2, cost, W, slack, wl)
     if packing == "separated":
         key = (np.arange(n) >= n1) * (2 * n + 2) + key
-    s = _assemble("sparse_fusion", pair, dag, level, part, key, packing=packing, fp=fp, cost=cost,
-                  workers=W, reuse=reuse, wl=wl)
+    s = _assemble("sparse_fusion", prob, level, part, key, packing=packing, workers=W)
     if s.levels() > int(wl.max(initial=-1)) + 1:
         # a DAG where placing kernel 2 costs levels (not met on the test matrices): coarsen the
         # joint DAG instead, which never has more levels than its wavefronts
         level, part = _lbc_assign(dag, cost, W, slack, wl)
-        s = _assemble("sparse_fusion", pair, dag, level, part, 2 * wl, packing=packing, fp=fp, cost=cost,
-                      workers=W, reuse=reuse, wl=wl)
+        s = _assemble("sparse_fusion", prob, level, part, 2 * wl, packing=packing, workers=W)
     return s
 
 

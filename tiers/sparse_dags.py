@@ -253,8 +253,9 @@ def joint_cost(pair: str, *matrices) -> np.ndarray:
     mats = [csr(M) for M in matrices]
     M1, M2 = _kernel_matrices(pair, mats)
     c1 = np.diff(M1.indptr)
-    if spec.kernels[1] == "sptrsv_unit_lower":
-        c2 = np.diff(kernel_dag("sptrsv_unit_lower", M2).ptr) + 1
+    if spec.kernels[1] == "sptrsv_unit_lower":        # its strictly lower entries, counted, plus one
+        rows = row_ids(M2.indptr)
+        c2 = np.bincount(rows[M2.indices < rows], minlength=M2.shape[0]) + 1
     else:
         c2 = np.diff(M2.indptr)
     return np.maximum(np.concatenate([c1, c2]), 1).astype(np.int64)

@@ -736,7 +736,7 @@ class RowTables:
         p = self.ent_val[e][self.ent_aux[e] >= 0]
         step = np.zeros(len(self.upd_ptr) - 1, dtype=bool)
         step[p] = True
-        return not step[self.upd_a[dags.expand_ranges(self.upd_ptr[p], self.upd_ptr[p + 1])[1]]].any()
+        return not step[pair_targets(self.upd_ptr, self.upd_a, p)].any()
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
@@ -820,13 +820,18 @@ def _factor(S, factor):
                 rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
 
 
+def pair_targets(upd_ptr, upd_a, p) -> np.ndarray:
+    """The VAL positions that the pairs of the steps at positions p write, step after step."""
+    return upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]
+
+
 def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a) -> np.ndarray:
     """The VAL positions that the factor rows' steps rewrite, ascending: each step's own entry and
     the targets of its pairs. Every other factor entry keeps A's value."""
     p = ent_val[:int(ent_ptr[int(n1)])].astype(np.int64)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[p] = True
-    mark[upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]] = True
+    mark[pair_targets(upd_ptr, upd_a, p)] = True
     return np.flatnonzero(mark)
 
 
