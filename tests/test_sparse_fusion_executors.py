@@ -1056,11 +1056,13 @@ def test_executor_options():
 
 def test_factor_executor_rule():
     """On a GPU a factor pair runs on the dataflow executor (values as flags) unless its held rows'
-    step work passes DATA_HELD_WORK (the 27-point stencil's): then on the flag executor; and the
-    dataflow executor on a factor pair takes the flag executor's options (kernel_of)."""
+    step work passes DATA_HELD_WORK (a wide band's, not the 27-point stencil's): then on the flag
+    executor; and the dataflow executor on a factor pair takes the flag executor's options
+    (kernel_of)."""
     cuda = torch.device("cuda")
     for A, pair, expect in ((sm.poisson2d(6), "spilu0_sptrsv", "dataflow"),
-                            (sm.poisson3d(6, points=27), "spic0_sptrsv", "syncfree")):
+                            (sm.poisson3d(6, points=27), "spilu0_sptrsv", "dataflow"),
+                            (sm.banded_spd(60, 16), "spic0_sptrsv", "syncfree")):
         tables = rows.row_tables(pair, A)
         assert (int(np.prod(tables.held_shape)) > t3.DATA_HELD_WORK) == (expect == "syncfree")
         s = _schedule(pair, (A,), "wavefront")
@@ -1076,14 +1078,13 @@ def test_factor_executor_rule():
     assert run.fuse_rows is t3.FUSE_ROWS and not run.tables.walks
 
 
-def test_factor_executor_rule_when_every_row_walks(monkeypatch):
+def test_factor_executor_rule_when_every_row_walks():
     """Past HELD_WORK every factor row walks (held_shape (0, 0, 0)): those are the heaviest rows,
-    so executor=None keeps them on the flag executor as it does the held 27-point rows."""
-    monkeypatch.setattr(rows, "HELD_WORK", 1)
-    monkeypatch.setattr(rows, "_PATTERNS", {})
-    A = sm.poisson3d(6, points=27)
+    and DATA_HELD_WORK lies below HELD_WORK, so executor=None keeps them on the flag executor."""
+    assert t3.DATA_HELD_WORK < rows.HELD_WORK
+    A = sm.banded_spd(60, 20)
     tables = rows.row_tables("spic0_sptrsv", A)
-    assert tables.held_shape == (0, 0, 0) and int(np.prod(tables.hold_shape)) > t3.DATA_HELD_WORK
+    assert tables.held_shape == (0, 0, 0) and int(np.prod(tables.hold_shape)) > rows.HELD_WORK
     assert t3.executor_rule(torch.device("cuda"), _schedule("spic0_sptrsv", (A,), "wavefront"), tables) == "syncfree"
 
 
@@ -1190,7 +1191,8 @@ def test_t2_checks_the_schedule_it_does_not_follow():
 
 def test_held_shape_and_budget():
     """(W, S, C) covers the held rows' most entries held, most steps and most pairs of a step, as
-    powers of two; lanes · S · C over HELD_BUDGET walk instead. An ILU(0) row holds its entries
+    powers of two; past HELD_BUDGET prefetched operand positions (lanes · S · C as a list, lanes ·
+    S · W as a grid: GRID_WORK) rows walk instead. An ILU(0) row holds its entries
     up to the last one its steps touch, not its whole row: a full first row costs nothing, while
     a row that would hold more than HELD_WIDTH entries walks on its own."""
     tables = rows.row_tables("spilu0_sptrsv", sm.poisson2d(6))
@@ -1198,8 +1200,10 @@ def test_held_shape_and_budget():
     t27 = rows.row_tables("spilu0_sptrsv", sm.poisson3d(3, points=27))
     W, S, C = t27.held_shape
     assert (W, S) == (32, 16) and W >= 27 and S >= 13
-    assert t27.held(rows.HELD_BUDGET // (S * C)) == (W, S, C)
-    assert t27.held(2 * rows.HELD_BUDGET // (S * C)) == (0, 0, 0)
+    assert S * C * W > rows.GRID_WORK and t27.held_pairs == S * W                # a grid
+    assert t27.held(rows.HELD_BUDGET // (S * W)) == (W, S, C)
+    assert t27.held(2 * rows.HELD_BUDGET // (S * W)) == (0, 0, 0)
+    assert tables.held_pairs == 2 * 2 and tables.held(rows.HELD_BUDGET // 4) != (0, 0, 0)   # a list
     assert rows.row_tables("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(4))).held(1) == (0, 0, 0)
     n = rows.HELD_WIDTH + 8                            # an arrow: row 0 and column 0 full, wider than HELD_WIDTH
     A = np.eye(n) * (2.0 * n)
@@ -1211,6 +1215,109 @@ def test_held_shape_and_budget():
     last = rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A[::-1, ::-1]))    # the last row full instead
     assert last.walks and last.hold_len[-1] == 0 and (last.hold_len[:-1] == 0).all()   # its span is n
 
+
+
+def _arrow_last(n):
+    """SPD with its last row and column full: an ILU(0) whose one factor row steps through every
+    column and pairs each step with its diagonal, entry n − 1 of the row (bit 31 of a step's bits
+    at n = 32)."""
+    A = np.eye(n) * (2.0 * n)
+    A[-1, :] = A[:, -1] = 1.0
+    A[-1, -1] = 2.0 * n
+    return sp.csr_matrix(A)
+
+
+def _wide_row():
+    """SPD of 64 rows whose row 15 is full and rows 0..14 also hold columns 15 and 63: ILU(0) row
+    15 takes 15 steps over 64 entries, each pairing entry 63 (bit 63 of an int64), in a shape
+    (64, 16, 2) whose grid a program may still prefetch (HELD_BUDGET)."""
+    n = 64
+    A = np.eye(n) * (4.0 * n)
+    A[15, :] = A[:, 15] = 1.0
+    A[:15, 63] = A[63, :15] = 1.0
+    A[15, 15] = A[63, 63] = 4.0 * n
+    return sp.csr_matrix(A)
+
+
+def _hubs(n=100, hubs=40, degree=12, seed=0):
+    """SPD whose rows past `hubs` each neighbour `degree` of the first `hubs` rows and nothing
+    else: no triangles, so an IC(0) row's steps are apart (steps_apart), and its diagonal step
+    pairs `degree` entries: a grid (GRID_WORK) taken in one pass."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((n, n))
+    for i in range(hubs, n):
+        A[i, rng.choice(hubs, degree, replace=False)] = -rng.uniform(0.5, 1.5, degree)
+    A = A + A.T
+    A[np.diag_indices(n)] = np.abs(A).sum(1) + 1.0
+    return sp.csr_matrix(A)
+
+
+HELD_LAYOUTS = [            # (matrix, pair, pairs as a grid, dtype), each layout on both sides of GRID_WORK
+    ("banded4", "spilu0_sptrsv", False, "float64"), ("banded4", "spic0_sptrsv", False, "float32"),
+    ("banded10", "spilu0_sptrsv", True, "float32"), ("banded10", "spic0_sptrsv", True, "float64"),
+    ("arrow32", "spilu0_sptrsv", True, "float64"), ("wide64", "spilu0_sptrsv", True, "float32"),
+    ("hubs", "spic0_sptrsv", True, "float64"), ("hubs", "spilu0_sptrsv", False, "float32")]
+# the executors that hold rows, each with a schedule: the level executor, the flag executor with
+# fused rows, the dataflow executor with and without them
+_HOLDING = (("levels", "wavefront"), ("syncfree", "sparse_fusion"), ("dataflow", "wavefront"),
+            ("dataflow", "sparse_fusion"))
+_LAYOUT_MATRICES = {"banded4": lambda: sm.banded_spd(60, 4, seed=3), "banded10": lambda: sm.banded_spd(60, 10, seed=3),
+                    "arrow32": lambda: _arrow_last(32), "wide64": _wide_row, "hubs": _hubs}
+
+
+@pytest.mark.parametrize("name,pair,grid,dtype", HELD_LAYOUTS)
+def test_held_pairs_as_grid_or_list_match_t0(name, pair, grid, dtype):
+    """Held rows take their pairs as a list or, past GRID_WORK, as a grid of operands gathered by
+    the steps' bits (held_fetch); both match t0 in t2 and in every t3 executor that holds rows,
+    with the bits' top positions used (arrow32: bit 31 of an int32, wide64: bit 63 of an int64),
+    and the grid taken in one pass where IC(0)'s steps are apart (hubs)."""
+    mats = operands(pair, _LAYOUT_MATRICES[name]())
+    tables = rows.row_tables(pair, *mats)
+    W, S, C = tables.held_shape
+    assert W and (S * C * W > rows.GRID_WORK) == grid and tables.held_pairs == (S * W if grid else S * C)
+    assert name != "wide64" or (W, S, C) == (64, 16, 2)
+    if name == "hubs" and pair == "spic0_sptrsv":
+        assert t3.held_in_one_pass(tables, W)
+    b = np.random.default_rng(_seed("layouts", name, pair)).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, dtype, ("layouts", name, pair, dtype))
+    _check(getattr(t2, pair)(*mats, _vector(b, dtype)), ref, pair, mats, dtype, f"t2 {name}")
+    assert {ex for ex, _ in _HOLDING} == set(t3.executors_for(pair))
+    schedules = {kind: fs.inspect(pair, *mats, kind=kind, workers=2) for kind in ("wavefront", "sparse_fusion")}
+    for executor, kind in _HOLDING:
+        run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=schedules[kind], executor=executor)
+        assert run.tables.held(run.block_rows)[0] == W
+        _check(run(_vector(b, dtype)), ref, pair, mats, dtype, f"t3 {executor} {name} {kind}")
+
+
+@pytest.mark.parametrize("name,pair", [("poisson2d", "spilu0_sptrsv"), ("poisson3d_27", "spilu0_sptrsv"),
+                                       ("poisson3d_27", "spic0_sptrsv"), ("powerlaw_laplacian", "spilu0_sptrsv"),
+                                       ("wide64", "spilu0_sptrsv"), ("hubs", "spic0_sptrsv")])
+def test_step_bits_mark_each_steps_pairs(name, pair):
+    """Bit j of a step's bits is set exactly where one of its pairs pairs with entry j of the row
+    (below 64), the pairs listed in the order of their entries (held_fetch counts bits to find
+    them; a list out of that order is refused: test_step_bits_refuse_pairs_out_of_order)."""
+    A = _LAYOUT_MATRICES[name]() if name in _LAYOUT_MATRICES else matrix(name, 30, 1)
+    t = rows.row_tables(pair, *operands(pair, A))
+    rows_of = sd.row_ids(t.ent_ptr[:t.n1 + 1].astype(np.int64))
+    for e in range(int(t.ent_ptr[t.n1])):
+        p = int(t.ent_val[e])
+        local = t.upd_a[t.upd_ptr[p]:t.upd_ptr[p + 1]].astype(np.int64) - int(t.fac_ptr[rows_of[e]])
+        assert (np.diff(local) > 0).all()
+        want = 0
+        for j in local[local < 64]:
+            want |= 1 << int(j)
+        assert int(np.uint64(t.step_bits[e].astype(np.uint64))) == want, (e, local)
+
+
+def test_step_bits_refuse_pairs_out_of_order():
+    t = rows.row_tables("spilu0_sptrsv", matrix("poisson3d_27", 30, 1))
+    p = t.ent_val[:int(t.ent_ptr[t.n1])].astype(np.int64)
+    many = p[np.diff(t.upd_ptr)[p] > 1][0]
+    upd_a = t.upd_a.copy()
+    lo, hi = t.upd_ptr[many], t.upd_ptr[many + 1]
+    upd_a[lo:hi] = upd_a[lo:hi][::-1]
+    with pytest.raises(AssertionError, match="not listed in the order of their entries"):
+        rows.step_bits(t.n1, t.ent_ptr, t.ent_val, t.upd_ptr, upd_a, t.fac_ptr)
 
 def _check_spans(t, share):
     """held_spans' promises on the tables t, built at HOLD_SHARE = share: a held row holds its

@@ -22,7 +22,9 @@ row on the DAG's critical path pays it. Rows are therefore *held* (held_fetch, h
 row's entries up to the last one its steps touch, its pivots and every update pair's finished
 operand are loaded at once, the steps run on registers, and those entries are stored once at
 the end. An ILU(0) row touches its entries below the diagonal and the targets of their pairs,
-not the rest of its upper part (u_ij = a_ij there), so a row holds a prefix of itself. The
+not the rest of its upper part (u_ij = a_ij there), so a row holds a prefix of itself. A step
+finds its pairs' entries in the row by one-hot masks, or, where rows have many pairs (the
+27-point stencil's), reads them from a grid of operands gathered before the steps (GRID_WORK). The
 rare rows whose shape lies outside what nearly all rows need walk in memory beside them
 (HOLD_SHARE).
 
@@ -55,10 +57,11 @@ HELD_WIDTH = 64                  # factor rows holding at most this many entries
 HOLD_SHARE = 0.999
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
 its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
-same blocks (factor_iterations, t3's _syncfree). Every held step does [C, W] one-hot work, so a
-shape sized for the longest row would make a million short rows pay for a few hubs. On the
-power-law graph (1M nodes, m = 3) an ILU(0) row holds 4 entries in 3 steps of 1 pair at the
-median, and the hubs' rows are thousands of entries long; before, any row wider than HELD_WIDTH
+same blocks (factor_iterations, t3's _syncfree). Every held step does [C, W] one-hot work (or,
+past GRID_WORK, reads an [S, W] grid gathered per row), so a shape sized for the longest row
+would make a million short rows pay for a few hubs. On the power-law graph (1M nodes, m = 3)
+an ILU(0) row holds 4 entries in 3 steps of 1 pair at the median, and the hubs' rows are
+thousands of entries long; before, any row wider than HELD_WIDTH
 made every row walk. Now the shape is 8 · 4 · 2 with 940 rows walked in the measurements
 below, and 730 since a row that fits the shape's powers of two is held too (held_spans; that
 last refinement was not measured on a GPU, the device time was spent). Measured on an H200
@@ -78,11 +81,13 @@ with 238 rows walked), but on the 27-point and 3D grids 6–17 % slower than the
 (27-point ILU(0) 5.68 against 5.39 ms, IC(0), whose lists are its whole rows, 6.92 against 5.97):
 the gathers cost more than the narrower lists saved."""
 HELD_WORK = 16384
-"""Steps · pairs · entries (S · C · W) of a held row at most: a held step picks its pairs out of
-registers by one-hot sums over [C, W], S times a row, so past some size the walk in memory is
-faster. Measured on the H100 (2026-11-26, figures/data/walk_vs_held_sparse_fusion_*, 27-point grid
-64³, flag executor, R = 1): natural order, held against walked, ILU(0) (S · C · W = 8192) 4.92
-against 14.0 ms, IC(0) (4096) 6.90 against 13.7; after RCM, ILU(0) (16384) 11.5 against 29.7,
+"""Steps · pairs · entries (S · C · W) of a held row at most: a held step picked its pairs out of
+registers by one-hot sums over [C, W], S times a row, so past some size the walk in memory was
+faster (measured so; past GRID_WORK rows now take a grid instead, and where this bound lies for
+the grid was not measured). Measured on the H100 (2026-11-26,
+figures/data/walk_vs_held_sparse_fusion_*, 27-point grid 64³, flag executor, R = 1): natural
+order, held against walked, ILU(0) (S · C · W = 8192) 4.92 against 14.0 ms, IC(0) (4096) 6.90
+against 13.7; after RCM, ILU(0) (16384) 11.5 against 29.7,
 IC(0) (32 steps of up to 32 pairs over 32 entries: 32768) 38.1 against 29.6. The bound lies
 between the last two; no shape in between was measured.
 
@@ -101,7 +106,7 @@ loads run in every block, the solve's too. A first version kept the operands in 
 load; Triton 3.6 (the GPU's) spread its steps across threads, so every step's pick went through
 shuffles and shared memory (27-point ILU(0) 25 ms), which the CPU's Triton 3.9 had not shown:
 compile with the GPU's Triton before judging a layout."""
-HELD_BUDGET = 1024               # lanes · steps · pairs a program may prefetch (RowTables.held)
+HELD_BUDGET = 1024               # operand positions a program may prefetch, lanes · held_pairs (RowTables.held)
 
 
 @triton.jit
@@ -484,17 +489,62 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
         tl.debug_barrier()
 
 
+GRID_WORK = 1024
+"""Held rows whose shape does more than this much one-hot work a row (S · C · W) take their
+pairs as a grid, the others as a list (held_fetch). Measured on an H200 (2026-11-29, float64,
+natural order, A/B in one call against the list, 3 interleaved rounds, every output checked
+first, figures/data/grid_ab_*), list → grid, sparse-fusion / wavefront schedule, ms: 27-point
+64³ ILU(0) (8192) 5.43 → 3.44 / 5.20 → 3.22 on the flag executor, 3.12 / 3.58 on the dataflow
+executor; IC(0) (4096) 4.97 → 3.49 / 6.60 → 3.20, 2.55 / 2.61 on the dataflow executor (cuSPARSE
+3.44 / 3.47 in the same rounds). Compiled for sm_90 with Triton 3.6, the ILU(0) step loop went
+from 408 instructions (107 shuffles) to 134 (22), IC(0)'s from 326 to 84. On the small shapes the
+grid's loads, twice the list's, cost more than the one-hot work saved: power-law (1M nodes) ILU(0)
+(8 · 4 · 2 = 64) 1.35 → 1.72, 2D IC(0) (32) 2.57 → 2.85, 3D ILU(0) (32) 1.11 → 1.18; 2D ILU(0) (16)
+2.53 → 2.37, 3D IC(0) (64) 1.36 → 1.13, power-law IC(0) (64) 1.33 → 1.30. The bound lies between
+64 and 4096; nothing in between was measured."""
+_GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read
+
+
 @triton.jit
-def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
+def _ones(x, WIDE: tl.constexpr):
+    """The set bits of each integer in x (int64 if WIDE, else int32), by pairs, nibbles and bytes:
+    elementwise, so the [W, S, R] tensors keep the layout the steps want (a scan along W made
+    Triton 3.6 spread S across threads, and every step's pick of its operands then went through
+    shuffles)."""
+    if WIDE:
+        x = x - ((x >> 1) & 0x5555555555555555)
+        x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+        return ((x * 0x0101010101010101) >> 56).to(tl.int32)
+    else:
+        x = x - ((x >> 1) & 0x55555555)
+        x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+        x = (x + (x >> 4)) & 0x0F0F0F0F
+        return (x * 0x01010101) >> 24
+
+
+@triton.jit
+def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
-    RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and each
-    step's update pairs ([R, S, C]: local index of the entry in this row, position of the other
-    operand; −1 where a step has fewer pairs). W, S, C: powers of two at least the held rows' most
-    entries held, most steps and most pairs of one step (RowTables.held). A row is held when it
-    holds entries or has no steps (it holds nothing and changes nothing, but a solve fused with
-    it runs from the held path); the others walk in memory (factor_rows)."""
+    RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
+    other operand of each of their update pairs. W, S, C: powers of two at least the held rows'
+    most entries held, most steps and most pairs of one step (RowTables.held). A row is held when
+    it holds entries or has no steps (it holds nothing and changes nothing, but a solve fused with
+    it runs from the held path); the others walk in memory (factor_rows).
+
+    The pairs come in one of two layouts (GRID_WORK):
+      list  ([R, S, C] each: local index of the pair's entry in this row, −1 where a step has
+            fewer pairs; position of the other operand): compact; a step finds its pairs' entries
+            by one-hot masks over [C, W] (held_finish);
+      grid  ([W, S, R]: for entry j and step s, the position of the operand step s pairs with
+            entry j, −1 where none): a step's operands are its own slice. A step's pairs are
+            listed in the order of their entries and STEP_BITS says which entries they are
+            (RowTables.step_bits), so the pair of entry j is the one after as many pairs as the
+            step has bits below j. Gathered entries first: Triton 3.6 spreads a gather's first
+            dimension across threads, and the steps want each thread to hold one entry of every
+            step (held_finish permutes it to [R, S, W])."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     span = tl.load(HOLD_LEN + v, mask=ok, other=0)
@@ -507,11 +557,24 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     p = tl.load(ENT_VAL + e, mask=sm, other=0)
     aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
     u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
-    u1 = tl.load(UPD_PTR + p + 1, mask=sm, other=0)
-    t = u0[:, :, None] + tl.arange(0, C)[None, None, :]
-    tm = sm[:, :, None] & (t < u1[:, :, None])
-    mine = tl.where(tm, tl.load(UPD_A + t, mask=tm, other=0) - row0[:, None, None], -1)   # −1: no pair
-    other = tl.load(UPD_B + t, mask=tm, other=-1)
+    GRID: tl.constexpr = S * C * W > _GRID_WORK
+    if GRID:
+        bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[None, :, :]
+        j = tl.arange(0, W)[:, None, None]
+        if W <= 32:                    # the bits fit 32 (bit 31 the sign: shifts right are arithmetic, masked)
+            bits = bits.to(tl.int32)
+        else:
+            j = j.to(tl.int64)
+        pair = ((bits >> j) & 1) != 0                                   # [W, S, R]
+        nth = _ones(bits & ((tl.full(j.shape, 1, j.dtype) << j) - 1), W > 32)   # the pair's place in its step's list
+        other = tl.load(UPD_B + tl.trans(u0)[None, :, :] + nth, mask=pair, other=-1)
+        mine = other                   # the grid says it by where each position lies
+    else:
+        u1 = tl.load(UPD_PTR + p + 1, mask=sm, other=0)
+        t = u0[:, :, None] + tl.arange(0, C)[None, None, :]
+        tm = sm[:, :, None] & (t < u1[:, :, None])
+        mine = tl.where(tm, tl.load(UPD_A + t, mask=tm, other=0) - row0[:, None, None], -1)   # −1: no pair
+        other = tl.load(UPD_B + t, mask=tm, other=-1)
     steps = tl.max(tl.where(hold, end - start, 0), 0)
     return hold, at, inrow, steps, sm, p - row0[:, None], aux, mine, other, row0
 
@@ -525,30 +588,38 @@ def _pick(x, sel, axis: tl.constexpr):
 
 @triton.jit
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
-                W: tl.constexpr, S: tl.constexpr, OWN, DATA: tl.constexpr = False, SENT: tl.constexpr = 0,
-                NAP: tl.constexpr = 0, APART: tl.constexpr = False):
+                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
+                SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
     l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs. IC: w[j] = (w[j] − Σ w[k] ·
-    l_jk) / pivot for j < i. The diagonal step, always the row's last, pairs every other entry of
-    the row with itself, l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot
-    gather of its pairs from registers (which every step paid for before: 27-point IC(0) then took
-    1.75× ILU(0)'s time), and it runs once, after the loop: a step of the loop neither sums the
-    squares nor takes a square root. IC(0), and ILU(0) in DATA mode, take every pivot's reciprocal
-    at once before the loop, so that a step multiplies and no division lies on the chain of steps
-    (one rounding more than a / b). ILU(0) with flags divides in the step: on the 27-point grid,
-    the one default case of that path, the reciprocals made it 33 % slower, for reasons not found
+    l_jk) / pivot for j < i. With the pairs as a list a step picks them out of the row by one-hot
+    masks over [C, W]; with the grid (GRID_WORK) the operands lie at their entries, b[s, j], so a
+    step is one exchange across the row (ILU's pick of w[s], IC's sum) and elementwise work:
+      ILU  l = w[s] / pivot;  w[j] −= l · b[s, j]          (b[s, j] = u_kj; 0 off the step's pairs)
+      IC   w[s] = (w[s] − Σ_j w[j] · b[s, j]) / pivot      (b[s, j] = l_sj for the entries j < s)
+    The diagonal step, always the row's last, pairs every other entry of the row with itself,
+    l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot gather of its pairs from
+    registers (which every step paid for before: 27-point IC(0) then took 1.75× ILU(0)'s time),
+    and it runs once, after the loop: a step of the loop neither sums the squares nor takes a
+    square root. IC(0), and ILU(0) in DATA mode, take every pivot's reciprocal at once before the
+    loop, so that a step multiplies and no division lies on the chain of steps (one rounding more
+    than a / b). ILU(0) with flags divides in the step: on the 27-point grid, then the one default
+    case of that path, the reciprocals made it 33 % slower, for reasons not found
     (figures/data/held_steps_ab_*). The loop runs the steps that have a pivot (pm): all of ILU(0)'s,
     all of IC(0)'s but the diagonal. DATA (factor_rows' DATA mode): the row from OWN, the pivots and
     the other operands polled from VAL, all issued before any is awaited. APART (IC(0) whose
     steps are apart, RowTables.steps_apart, as on the 5- and 7-point grids; t3's
-    held_in_one_pass): the off-diagonal steps at once, one pass over [R, S, C, W] instead of a
-    loop."""
+    held_in_one_pass): the off-diagonal steps at once, one pass over [R, S, C, W] (list) or
+    [R, S, W] (grid) instead of a loop."""
+    GRID: tl.constexpr = S * C * W > _GRID_WORK
     cols = tl.arange(0, W)
-    own = other >= row0[:, None, None]
     pm = sm & (aux >= 0)
-    om = (other >= 0) & ~own
+    if GRID:                           # IC(0)'s diagonal pairs lie in the row itself
+        om = (other >= 0) & (other < row0[None, None, :])
+    else:
+        om = (other >= 0) & (other < row0[:, None, None])
     if DATA:
         w = tl.load(OWN + at, mask=inrow, other=0.0, cache_modifier=".cg")
         piv = tl.load(VAL + aux, mask=pm, other=1.0, volatile=True)
@@ -559,17 +630,38 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
         piv = tl.load(VAL + aux, mask=pm, other=1.0, cache_modifier=".cg")
         ext = tl.load(VAL + other, mask=om, other=0.0, cache_modifier=".cg")
+    if GRID:
+        ext = tl.permute(ext, (2, 1, 0))                   # [R, S, W]
     if FACTOR == 2 or DATA:
         piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
     if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
         tl.static_assert(FACTOR == 2, "held_finish: APART is IC(0)'s")
         at_step = pm[:, :, None] & (loc[:, :, None] == cols[None, None, :])              # [R, S, W]
-        a = tl.sum(tl.where(at_step, w[:, None, :], 0.0), 2)                              # [R, S]
-        onto = mine[:, :, :, None] == cols[None, None, None, :]                           # [R, S, C, W]
-        ops = tl.sum(tl.where(onto, w[:, None, None, :], 0.0), 3)                         # [R, S, C]
-        lik = (a - tl.sum(ops * ext, 2)) * piv
+        if GRID:                       # ext is 0 at each step's own entry: one sum gives a − Σ
+            lik = tl.sum(tl.where(at_step, w[:, None, :], -w[:, None, :] * ext), 2) * piv
+        else:
+            a = tl.sum(tl.where(at_step, w[:, None, :], 0.0), 2)                          # [R, S]
+            onto = mine[:, :, :, None] == cols[None, None, None, :]                       # [R, S, C, W]
+            ops = tl.sum(tl.where(onto, w[:, None, None, :], 0.0), 3)                     # [R, S, C]
+            lik = (a - tl.sum(ops * ext, 2)) * piv
         stepped = tl.max(at_step.to(tl.int32), 1) > 0
         w = tl.where(stepped, tl.sum(tl.where(at_step, lik[:, :, None], 0.0), 1), w)
+    elif GRID:                         # step s is entry s of the row (its steps are its leading entries)
+        for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
+            here = tl.arange(0, S)[None, :] == s
+            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
+            hit = (cols[None, :] == s) & live[:, None]
+            b = _pick(ext, here[:, :, None], 1)                                # [R, W]
+            if FACTOR == 1:
+                a_s = _pick(w, hit, 1)
+                if DATA:
+                    lik = a_s * _pick(piv, here, 1)
+                else:
+                    lik = _div(a_s, _pick(piv, here, 1))
+                w = tl.where(hit, lik[:, None], w - lik[:, None] * b)
+            else:                      # b is 0 at the step's own entry: one sum gives w[s] − Σ_j w[j]·b[j]
+                r = tl.sum(tl.where(hit, w, -w * b), 1)
+                w = tl.where(hit, (r * _pick(piv, here, 1))[:, None], w)
     else:
         for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
             here = tl.arange(0, S)[None, :] == s
@@ -614,15 +706,15 @@ def held_solve(w, x_at, x, b, d_loc, W: tl.constexpr):
 
 
 @triton.jit
-def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
+def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, STEP_BITS, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
                       FACTOR: tl.constexpr, CHUNK: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
                       WALK: tl.constexpr):
     """Factor rows v[ok]: the held ones on registers (W > 0), the others walked in memory
     (factor_rows), which WALK says some rows are (RowTables.walks)."""
     if W > 0:
         hold, at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
-        held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, VAL)
+            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C)
+        held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, VAL)
         if WALK:
             factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, VAL,
                         FAC_PTR)
@@ -632,7 +724,7 @@ def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_P
 
 @triton.jit
 def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR,
-               HOLD_LEN, VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr,
+               HOLD_LEN, STEP_BITS, VAL, VEC, FACTOR: tl.constexpr, CHUNK: tl.constexpr,
                WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr):
     """Iterations v[ok] of either kernel of a pair (KIND[v]: 0 affine, else a factor row); they
     must be independent of each other. FACTOR (0, ILU, IC) says which factor rows the pair has;
@@ -640,8 +732,8 @@ def iterations(v, ok, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RH
     RowTables.walks."""
     if FACTOR != 0:
         fac = tl.load(KIND + v, mask=ok, other=0) != 0
-        factor_iterations(v, ok & fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
-                          FACTOR, CHUNK, W, S, C, WALK)
+        factor_iterations(v, ok & fac, FAC_PTR, HOLD_LEN, STEP_BITS, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
+                          UPD_B, VAL, FACTOR, CHUNK, W, S, C, WALK)
         affine_rows(v, ok & (fac == 0), ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, False, CHUNK,
                     WIDE)
     else:
@@ -683,9 +775,10 @@ class RowTables:
     fac_ptr: np.ndarray         # factor pairs: [n1+1] VAL positions of each factor row (the pattern's indptr)
     hold_len: np.ndarray        # factor pairs: [n1] leading entries row v holds (held_spans; 0: none)
     hold_shape: tuple           # (W, S, C) the held rows need (held_spans), (0, 0, 0) without factor rows
+    step_bits: np.ndarray       # factor pairs: [factor rows' entries] int64, bit j: pairs entry j (step_bits)
 
     ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst",
-              "fac_ptr", "hold_len")
+              "fac_ptr", "hold_len", "step_bits")
 
     @functools.cached_property
     def longest(self) -> int:
@@ -738,11 +831,19 @@ class RowTables:
         step[p] = True
         return not step[pair_targets(self.upd_ptr, self.upd_a, p)].any()
 
+    @functools.cached_property
+    def held_pairs(self) -> int:
+        """Operand positions held_fetch prefetches per held row: S · W as a grid, S · C as a list
+        (GRID_WORK); 0 without held rows."""
+        W, S, C = self.held_shape
+        return S * W if S * C * W > GRID_WORK else S * C
+
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
-        pair tables (lanes · S · C entries) stay within HELD_BUDGET, else (0, 0, 0): walk in memory."""
+        operand positions (lanes · held_pairs) stay within HELD_BUDGET, else (0, 0, 0): walk in
+        memory."""
         W, S, C = self.held_shape
-        return (W, S, C) if W and lanes * S * C <= HELD_BUDGET else (0, 0, 0)
+        return (W, S, C) if W and lanes * self.held_pairs <= HELD_BUDGET else (0, 0, 0)
 
     def held_lanes(self, most: int, step_work: int | None = None) -> int:
         """The most lanes, up to `most`, whose factor rows stay held (`most` when none can be),
@@ -750,13 +851,14 @@ class RowTables:
         [R, C, W] in held_finish) within it, for held rows and for rows that HELD_WORK sends to
         the walk alike (their hold_shape): one warp does that work element by element. The lane
         cap of the executors that pick their lanes (t2, t3's levels executor; t3's flag executor
-        with its FACTOR_STEP_WORK). Walked rows keep the cap because it measured so: on the
-        27-point grid after RCM, IC(0) walked took 29.6 ms at R = 1 against 48.3 at R = 4
-        (figures/data/walk_vs_held_sparse_fusion_*)."""
+        with its FACTOR_STEP_WORK, measured with the list and kept for the grid, whose step reads
+        [R, S, W]: R = 2 was slower than R = 1 there too). Walked rows keep the cap because it
+        measured so: on the 27-point grid after RCM, IC(0) walked took 29.6 ms at R = 1 against
+        48.3 at R = 4 (figures/data/walk_vs_held_sparse_fusion_*)."""
         cap = most
         W, S, C = self.held_shape
         if W:
-            cap = min(cap, HELD_BUDGET // (S * C))
+            cap = min(cap, HELD_BUDGET // self.held_pairs)
         W, S, C = self.hold_shape
         if W and step_work is not None:
             cap = min(cap, step_work // (C * W))
@@ -870,6 +972,28 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     return np.where(fits, span, 0), shape
 
 
+def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr) -> np.ndarray:
+    """Per factor step (entry e < ent_ptr[n1]), the entries of its row that its pairs pair with, as
+    bits: bit j for entry j of the row (ILU: the u_ij it updates; IC: the l_ik it reads), the
+    first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
+    bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
+    entries (tiers/sparse_dags.py lists them so; checked here)."""
+    n1 = int(n1)
+    p = ent_val[:int(ent_ptr[n1])].astype(np.int64)
+    step, t = dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])
+    row = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))[step]
+    j = upd_a[t].astype(np.int64) - fac_ptr[row]
+    if ((np.diff(j) <= 0) & (step[1:] == step[:-1])).any():
+        raise AssertionError("a factor step's pairs are not listed in the order of their entries")
+    bits = np.zeros(len(p), np.int64)
+    low = j < 64
+    step, one = step[low], np.left_shift(np.int64(1), j[low])
+    if len(step):                                            # the pairs come step after step
+        heads = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
+        bits[step[heads]] = np.bitwise_or.reduceat(one, heads)
+    return bits
+
+
 def row_tables(pair: str, *matrices) -> RowTables:
     """The tables of `pair` on canonical CSR `matrices` (tiers/sparse_dags.py: csr())."""
     dags.check_pair(pair)
@@ -909,14 +1033,15 @@ def row_tables(pair: str, *matrices) -> RowTables:
     i32 = {k: np.ascontiguousarray(v, dtype=np.int32) for k, v in cat.items()}
     if factor:
         hold_len, shape = held_spans(n, ent_ptr, cat["ent_val"], upd[0], upd[1], pattern[0])
+        bits = step_bits(n, ent_ptr, cat["ent_val"], upd[0], upd[1], pattern[0])
     else:
-        hold_len, shape = np.zeros(1), (0, 0, 0)
+        hold_len, shape, bits = np.zeros(1), (0, 0, 0), np.zeros(1, np.int64)
     return RowTables(pair, n, n2, factor, ent_ptr=ent_ptr.astype(np.int32),
                      upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32),
                      upd_b=upd[2].astype(np.int32), val_from=val_from,
                      vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
                      factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32),
-                     hold_len=hold_len.astype(np.int32), hold_shape=shape, **i32)
+                     hold_len=hold_len.astype(np.int32), hold_shape=shape, step_bits=bits, **i32)
 
 
 # ---------------------------------------------------------------- what both Triton tiers do around a launch

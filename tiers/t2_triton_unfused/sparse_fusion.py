@@ -32,10 +32,10 @@ CHUNK = 8
 
 @triton.jit
 def _rows(ITER, START, COUNT, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-          FAC_PTR, HOLD_LEN, VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr,
+          FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, WHAT: tl.constexpr, STATIC: tl.constexpr, R: tl.constexpr,
           CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
           WALK: tl.constexpr):
-    """Rows ITER[START + pid·R …] of one level of one kernel (KIND … HOLD_LEN: the row tables in
+    """Rows ITER[START + pid·R …] of one level of one kernel (KIND … STEP_BITS: the row tables in
     rows.table_args' order; a launch holds one kind, WHAT, so KIND is not read). WHAT: 0 an SpMV
     or SpTRSV row, 1 an ILU(0) row, 2 an IC(0) row; STATIC: VAL holds no factor being computed; W, S, C: held
     factor rows (RowTables.held), WALK: some walk beside them (RowTables.walks)."""
@@ -45,8 +45,8 @@ def _rows(ITER, START, COUNT, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, U
     if WHAT == 0:
         affine_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, VEC, STATIC, CHUNK, WIDE)
     else:
-        factor_iterations(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, WHAT,
-                          CHUNK, W, S, C, WALK)
+        factor_iterations(v, ok, FAC_PTR, HOLD_LEN, STEP_BITS, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B,
+                          VAL, WHAT, CHUNK, W, S, C, WALK)
 
 
 def _rows_per_program(count: int) -> int:

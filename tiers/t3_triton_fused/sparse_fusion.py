@@ -204,7 +204,10 @@ R = 16, IC(0) 7.3 against 8.7; 2026-11-26 (figures/data/block_rows_factor_*), R 
 27-point grid (C · W = 512) ILU(0) 4.96 / 7.24 / 11.2 ms, IC(0) 8.65 / 10.9 / 13.8; 3D Poisson
 (C · W = 32) ILU(0) 3.11 / 2.00 / 1.50, IC(0) 3.75 / 2.30 / 1.82; 2D (C · W = 16) ILU(0) 4.87 /
 5.24 / 5.83, IC(0) 7.35 / 7.99 / 7.01. 256 gives R = 1 to both 27-point pairs (IC(0)'s C · W is
-256: with 512 it took R = 2, 10.9 ms) and keeps R = 4 on the 2D and 3D grids."""
+256: with 512 it took R = 2, 10.9 ms) and keeps R = 4 on the 2D and 3D grids. With the grid of operands
+(the 27-point rows, sparse_rows.GRID_WORK) R = 2 was slower than R = 1 too (H200, 2026-11-29,
+flag executor, sparse-fusion / wavefront schedule: ILU(0) 5.23 / 4.60 ms against 3.44 / 3.22,
+IC(0) 3.98 / 3.92 against 3.49 / 3.20; figures/data/grid_ab_27_3d_*)."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
@@ -506,7 +509,7 @@ def executors_for(pair: str) -> tuple:
     return EXECUTORS[:3] if pair in dags.FACTOR_PAIRS else EXECUTORS
 
 
-DATA_HELD_WORK = 1024
+DATA_HELD_WORK = 8192
 """executor=None runs a factor pair whose held rows would do more than this much step work
 (S · C · W, RowTables.hold_shape — also where HELD_WORK makes every row walk, the heaviest rows
 of all) on the flag executor, the others on the dataflow executor (values as flags). Measured on
@@ -515,10 +518,13 @@ figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefr
 schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.77; 3D ILU(0)
 1.24 → 0.95 / 1.39 → 1.03, IC(0) 1.48 → 1.34 / 1.65 → 1.37; power-law ILU(0) 2.44 → 2.15 / 2.51
 → 1.38 — a dependence hop is a store and the load that sees it, with no barrier, release fence
-or flag between. The 27-point grid's rows (S · C · W = 8192 and 4096), whose steps' own work
-sets the time, did not gain: ILU(0) 5.45 → 5.43 / 5.10 → 5.64, IC(0) 5.86 → 6.63 / 6.88 →
-7.09; their polls re-read up to S · C operands a row. The bound lies between 64 (the power-law
-ILU(0), 8 · 4 · 2) and 4096; nothing in between was measured."""
+or flag between. The 27-point grid's rows (S · C · W = 8192 and 4096) did not gain then, when
+a held step picked its pairs by one-hot masks and that work set the time (ILU(0) 5.45 → 5.43 /
+5.10 → 5.64, IC(0) 5.86 → 6.63 / 6.88 → 7.09), and the bound was 1024. Since the steps read
+their operands from a grid gathered before them (sparse_rows.held_fetch), the values as flags
+win there too (H200, 2026-11-29, figures/data/grid_ab_*, flags → values as flags, 27-point
+64³, sparse-fusion / wavefront schedule, ms): ILU(0) 3.44 → 3.12 / 3.22 → 3.58, IC(0) 3.49 →
+2.55 / 3.20 → 2.61. Past 8192 (the 27-point grid after RCM) nothing was measured with the grid."""
 
 
 def executor_rule(device, schedule, tables=None) -> str:
@@ -536,7 +542,7 @@ def executor_rule(device, schedule, tables=None) -> str:
 
 @triton.jit
 def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG,
-           SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr,
+           SIGN, DST, FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FACTOR: tl.constexpr, LANES: tl.constexpr,
            CHUNK: tl.constexpr, WIDE: tl.constexpr, W: tl.constexpr, S: tl.constexpr, C: tl.constexpr,
            WALK: tl.constexpr):
     """Partitions P0 + pid·LANES … of one level, walked in lockstep."""
@@ -548,7 +554,7 @@ def _level(P0, NPART, PART_PTR, ORDER, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR,
         step = ok & (first + k < last)
         v = tl.load(ORDER + first + k, mask=step, other=0)
         iterations(v, step, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, RHS, DIAG, SIGN, DST,
-                   FAC_PTR, HOLD_LEN, VAL, VEC, FACTOR, CHUNK, WIDE, W, S, C, WALK)
+                   FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FACTOR, CHUNK, WIDE, W, S, C, WALK)
         tl.debug_barrier()
 
 
@@ -650,7 +656,7 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 
 @triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, VAL, VEC, FUSE, X_AT, OWN, N_IN,
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FUSE, X_AT, OWN, N_IN,
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
@@ -688,7 +694,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
             hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, W, S, C)
+                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C)
             walk = fac & ~hold
         else:
             walk = fac
@@ -724,7 +730,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, volatile=True)
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
-            w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, OWN, DATA,
+            w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN, DATA,
                             SENT, NAP, APART)
             if FUSED:
                 if DATA:
