@@ -96,9 +96,10 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   step rewrites (RowTables.rewritten) starts as the sentinel, as x does; a row works on its own
   entries in a copy of A's values, polls the pivots, operands and x_j it reads of other rows
   until none holds the sentinel, and stores its row. On an H200 this made the 2D pairs 1.5–1.9×
-  faster and the 3D ones 1.1–1.3×, but not the 27-point ones, whose rows' steps set the time
-  (DATA_HELD_WORK, which executor=None follows); where rows walk it does not fuse rows unless
-  asked (fuses_rows).
+  faster and the 3D ones 1.1–1.3×, but not then the 27-point ones, whose rows' steps set the
+  time; since those rows take their operands as a grid (sparse_rows.GRID_WORK) it does, and
+  executor=None keeps flags only for held rows heavier still (DATA_HELD_WORK); where rows walk
+  it does not fuse rows unless asked (fuses_rows).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -510,9 +511,12 @@ def executors_for(pair: str) -> tuple:
 
 
 DATA_HELD_WORK = 8192
-"""executor=None runs a factor pair whose held rows would do more than this much step work
-(S · C · W, RowTables.hold_shape — also where HELD_WORK makes every row walk, the heaviest rows
-of all) on the flag executor, the others on the dataflow executor (values as flags). Measured on
+"""executor=None runs a factor pair whose held rows do more than this much step work (S · C · W,
+RowTables.held_shape) on the flag executor, the others on the dataflow executor (values as
+flags) — also a pair whose rows all walk (past HELD_WORK), which the flag executor used to take:
+on the 27-point grid after RCM (IC(0), 32 · 32 · 32) the dataflow executor took 4.06 / 4.59 ms
+against 32.2 / 21.9 on flags (sparse-fusion / wavefront schedule; cuSPARSE 4.57; H200,
+2026-11-29, package CLI, figures/data/grid_cli_rcm27_*). Measured on
 an H200 (2026-11-29, float64, A/B in one call, same plans, 3 interleaved rounds,
 figures/data/data_flags_ab_*), flags → values as flags, sparse-fusion / wavefront
 schedule, ms: 2D ILU(0) 5.97 → 3.44 / 5.55 → 3.08, IC(0) 7.11 → 4.70 / 6.93 → 4.77; 3D ILU(0)
@@ -524,7 +528,8 @@ a held step picked its pairs by one-hot masks and that work set the time (ILU(0)
 their operands from a grid gathered before them (sparse_rows.held_fetch), the values as flags
 win there too (H200, 2026-11-29, figures/data/grid_ab_*, flags → values as flags, 27-point
 64³, sparse-fusion / wavefront schedule, ms): ILU(0) 3.44 → 3.12 / 3.22 → 3.58, IC(0) 3.49 →
-2.55 / 3.20 → 2.61. Past 8192 (the 27-point grid after RCM) nothing was measured with the grid."""
+2.55 / 3.20 → 2.61. Past 8192, on the 27-point grid's ILU(0) after RCM (16384, a grid), flags
+stay ahead: 6.90 / 6.63 ms against 7.18 / 7.90 (cuSPARSE 4.50; grid_cli_rcm27_*)."""
 
 
 def executor_rule(device, schedule, tables=None) -> str:
@@ -533,7 +538,7 @@ def executor_rule(device, schedule, tables=None) -> str:
     limit = LEVELS_UP_TO.get(device.type, LEVELS_UP_TO["cuda"])
     if schedule.levels() <= limit:
         return "levels"
-    if tables is not None and tables.factor and int(np.prod(tables.hold_shape)) > DATA_HELD_WORK:
+    if tables is not None and tables.factor and int(np.prod(tables.held_shape)) > DATA_HELD_WORK:
         return "syncfree"
     return "dataflow"
 
