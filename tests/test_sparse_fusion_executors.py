@@ -1253,7 +1253,7 @@ def _hubs(n=100, hubs=40, degree=12, seed=0):
     return sp.csr_matrix(A)
 
 
-HELD_LAYOUTS = [            # (matrix, pair, pairs as a grid, dtype), each layout on both sides of GRID_WORK
+HELD_LAYOUTS = [            # (matrix, pair, pairs as a grid, dtype): both layouts, either side of GRID_WORK
     ("banded4", "spilu0_sptrsv", False, "float64"), ("banded4", "spic0_sptrsv", False, "float32"),
     ("banded10", "spilu0_sptrsv", True, "float32"), ("banded10", "spic0_sptrsv", True, "float64"),
     ("arrow32", "spilu0_sptrsv", True, "float64"), ("wide64", "spilu0_sptrsv", True, "float32"),
@@ -1262,7 +1262,8 @@ HELD_LAYOUTS = [            # (matrix, pair, pairs as a grid, dtype), each layou
 # fused rows, the dataflow executor with and without them
 _HOLDING = (("levels", "wavefront"), ("syncfree", "sparse_fusion"), ("dataflow", "wavefront"),
             ("dataflow", "sparse_fusion"))
-_LAYOUT_MATRICES = {"banded4": lambda: sm.banded_spd(60, 4, seed=3), "banded10": lambda: sm.banded_spd(60, 10, seed=3),
+_LAYOUT_MATRICES = {"banded4": lambda: sm.banded_spd(60, 4, seed=3),
+                    "banded10": lambda: sm.banded_spd(60, 10, seed=3),
                     "arrow32": lambda: _arrow_last(32), "wide64": _wide_row, "hubs": _hubs}
 
 

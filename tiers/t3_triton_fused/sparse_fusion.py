@@ -205,10 +205,10 @@ R = 16, IC(0) 7.3 against 8.7; 2026-11-26 (figures/data/block_rows_factor_*), R 
 27-point grid (C · W = 512) ILU(0) 4.96 / 7.24 / 11.2 ms, IC(0) 8.65 / 10.9 / 13.8; 3D Poisson
 (C · W = 32) ILU(0) 3.11 / 2.00 / 1.50, IC(0) 3.75 / 2.30 / 1.82; 2D (C · W = 16) ILU(0) 4.87 /
 5.24 / 5.83, IC(0) 7.35 / 7.99 / 7.01. 256 gives R = 1 to both 27-point pairs (IC(0)'s C · W is
-256: with 512 it took R = 2, 10.9 ms) and keeps R = 4 on the 2D and 3D grids. With the grid of operands
-(the 27-point rows, sparse_rows.GRID_WORK) R = 2 was slower than R = 1 too (H200, 2026-11-29,
-flag executor, sparse-fusion / wavefront schedule: ILU(0) 5.23 / 4.60 ms against 3.44 / 3.22,
-IC(0) 3.98 / 3.92 against 3.49 / 3.20; figures/data/grid_ab_27_3d_*)."""
+256: with 512 it took R = 2, 10.9 ms) and keeps R = 4 on the 2D and 3D grids. With the grid
+of operands (the 27-point rows, sparse_rows.GRID_WORK) R = 2 was slower than R = 1 too (H200,
+2026-11-29, flag executor, sparse-fusion / wavefront schedule: ILU(0) 5.23 / 4.60 ms against
+3.44 / 3.22, IC(0) 3.98 / 3.92 against 3.49 / 3.20; figures/data/grid_ab_27_3d_*)."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
