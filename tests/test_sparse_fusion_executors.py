@@ -1190,6 +1190,16 @@ def test_t2_checks_the_schedule_it_does_not_follow():
 
 # ---------------------------------------------------------------- held factor rows (sparse_rows.held_fetch)
 
+def _arrow_last(n):
+    """SPD with its last row and column full: an ILU(0) whose one factor row steps through every
+    column and pairs each step with its diagonal, entry n − 1 of the row (bit 31 of a step's bits
+    at n = 32)."""
+    A = np.eye(n) * (2.0 * n)
+    A[-1, :] = A[:, -1] = 1.0
+    A[-1, -1] = 2.0 * n
+    return sp.csr_matrix(A)
+
+
 def test_held_shape_and_budget():
     """(W, S, C) covers the held rows' most entries held, most steps and most pairs of a step, as
     powers of two; past HELD_BUDGET prefetched operand positions (lanes · S · C as a list, lanes ·
@@ -1206,26 +1216,14 @@ def test_held_shape_and_budget():
     assert t27.held(2 * rows.HELD_BUDGET // (S * W)) == (0, 0, 0)
     assert tables.held_pairs == 2 * 2 and tables.held(rows.HELD_BUDGET // 4) != (0, 0, 0)   # a list
     assert rows.row_tables("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(4))).held(1) == (0, 0, 0)
-    n = rows.HELD_WIDTH + 8                            # an arrow: row 0 and column 0 full, wider than HELD_WIDTH
-    A = np.eye(n) * (2.0 * n)
-    A[0, :] = A[:, 0] = 1.0
-    A[0, 0] = 2.0 * n
-    arrow = rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A))
+    n = rows.HELD_WIDTH + 8                            # an arrow wider than HELD_WIDTH
+    L = _arrow_last(n)
+    A = sp.csr_matrix(L.toarray()[::-1, ::-1])         # row 0 and column 0 full
+    arrow = rows.row_tables("spilu0_sptrsv", A)
     assert arrow.held_shape == (2, 2, 2) and not arrow.walks       # row i touches l_i0 and u_ii only
-    assert rows.row_tables("spic0_sptrsv", sp.csr_matrix(A)).held_shape == (2, 2, 2)   # tril rows are ≤ 2 wide
-    last = rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A[::-1, ::-1]))    # the last row full instead
+    assert rows.row_tables("spic0_sptrsv", A).held_shape == (2, 2, 2)   # tril rows are ≤ 2 wide
+    last = rows.row_tables("spilu0_sptrsv", L)                     # the last row full instead
     assert last.walks and last.hold_len[-1] == 0 and (last.hold_len[:-1] == 0).all()   # its span is n
-
-
-
-def _arrow_last(n):
-    """SPD with its last row and column full: an ILU(0) whose one factor row steps through every
-    column and pairs each step with its diagonal, entry n − 1 of the row (bit 31 of a step's bits
-    at n = 32)."""
-    A = np.eye(n) * (2.0 * n)
-    A[-1, :] = A[:, -1] = 1.0
-    A[-1, -1] = 2.0 * n
-    return sp.csr_matrix(A)
 
 
 def _wide_row():

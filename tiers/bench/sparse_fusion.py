@@ -485,8 +485,7 @@ def executors_of(fn, pair=None) -> tuple:
 def payoffs(rows: list[dict]) -> None:
     """Fill `best_unfused_ms`, `one_off_ms` and `payoff_runs` in the rows of one (matrix, pair,
     dtype) case (the module docstring says what they count)."""
-    unfused = [r for r in rows if r["provider"] in UNFUSED and r.get("status") == "ok" and r["ms"] == r["ms"]]
-    best = min(unfused, key=lambda r: r["ms"]) if unfused else None
+    best = best_row(rows, UNFUSED)
     for r in rows:
         if r.get("schedule") in KINDS and r["provider"] in ("t3_triton_fused", "t2_triton_unfused", "t1_torch"):
             r["best_unfused_ms"] = best["ms"] if best else None
@@ -822,13 +821,19 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
 
 # -------------------------------------------------------------------------------- the summary
 
-def best_ms(rows, providers, schedule=None):
-    """Fastest ok time of a provider or of any of a tuple of providers (under one schedule kind,
-    over executors and workers)."""
+def best_row(rows, providers, schedule=None):
+    """The fastest ok row of a provider or of any of a tuple of providers (under one schedule
+    kind, over executors and workers), or None."""
     providers = (providers,) if isinstance(providers, str) else providers
-    ms = [r["ms"] for r in rows if r["provider"] in providers and r.get("status") == "ok"
+    ok = [r for r in rows if r["provider"] in providers and r.get("status") == "ok"
           and (schedule is None or r.get("schedule") == schedule) and r["ms"] == r["ms"]]
-    return min(ms) if ms else math.nan
+    return min(ok, key=lambda r: r["ms"]) if ok else None
+
+
+def best_ms(rows, providers, schedule=None):
+    """best_row's time, NaN without one."""
+    best = best_row(rows, providers, schedule)
+    return best["ms"] if best else math.nan
 
 
 def speedups(rows) -> dict:
@@ -872,9 +877,8 @@ def summary(rows) -> str:
                     status = next(r["status"] for r in rs if r["provider"] == prov)
                     cells.append(f"{label} {status.split(':')[0]}")
         s = sp[key]
-        sf = [r for r in rs if r["provider"] == "t3_triton_fused" and r.get("schedule") == "sparse_fusion"
-              and r.get("status") == "ok"]
-        pay = min(sf, key=lambda r: r["ms"]).get("payoff_runs") if sf else None
+        sf = best_row(rs, "t3_triton_fused", "sparse_fusion")
+        pay = sf.get("payoff_runs") if sf else None
         lines.append(f"{key[0]:<11} {key[1]:<7} {key[2]:<7} {key[3]:<14} | " + ", ".join(cells) + " | "
                      + "  ".join(f"{s[k]:.2f}x" if s[k] == s[k] else "-" for k in
                                  ("over_cusparse", "over_t2", "over_wavefront", "over_lbc"))
