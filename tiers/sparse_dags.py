@@ -115,7 +115,9 @@ def _positions(indptr, indices, shape, rows, cols) -> np.ndarray:
     if len(rows) == 0:           # SciPy answers an empty lookup with a sparse matrix
         return np.zeros(0, dtype=np.int64)
     P = sp.csr_matrix((np.arange(1, len(indices) + 1, dtype=np.int64), indices, indptr), shape=shape)
-    return np.asarray(P[rows, cols]).ravel().astype(np.int64) - 1
+    found = np.asarray(P[rows, cols]).ravel()
+    found -= 1                   # P holds position + 1, so absent entries (0) become −1
+    return found
 
 
 def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi):

@@ -502,7 +502,14 @@ grid's loads, twice the list's, cost more than the one-hot work saved: power-law
 (8 · 4 · 2 = 64) 1.35 → 1.72, 2D IC(0) (32) 2.57 → 2.85, 3D ILU(0) (32) 1.11 → 1.18; 2D ILU(0) (16)
 2.53 → 2.37, 3D IC(0) (64) 1.36 → 1.13, power-law IC(0) (64) 1.33 → 1.30. The bound lies between
 64 and 4096; nothing in between was measured."""
-_GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read
+_GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read (held_fetch, held_finish: as grid_layout)
+
+
+def grid_layout(shape) -> bool:
+    """Whether held rows of this (W, S, C) take their pairs as a grid (GRID_WORK), as the kernels
+    decide it from their W, S, C."""
+    W, S, C = shape
+    return S * C * W > GRID_WORK
 
 
 @triton.jit
@@ -775,7 +782,10 @@ class RowTables:
     fac_ptr: np.ndarray         # factor pairs: [n1+1] VAL positions of each factor row (the pattern's indptr)
     hold_len: np.ndarray        # factor pairs: [n1] leading entries row v holds (held_spans; 0: none)
     hold_shape: tuple           # (W, S, C) the held rows need (held_spans), (0, 0, 0) without factor rows
-    step_bits: np.ndarray       # factor pairs: [factor rows' entries] int64, bit j: pairs entry j (step_bits)
+    step_bits: np.ndarray       # grid-shaped factor pairs: [factor rows' entries] int64, bit j: pairs entry j
+                                # (step_bits); one unread 0 where the held rows take a list (grid_layout)
+    rewritten: np.ndarray       # factor pairs: VAL positions the steps rewrite, ascending (rewritten); else empty
+    steps_apart: bool           # factor pairs: no step of a row reads what another writes (steps_apart)
 
     ARRAYS = ("kind", "ent_ptr", "ent_val", "ent_aux", "upd_ptr", "upd_a", "upd_b", "rhs", "diag", "sign", "dst",
               "fac_ptr", "hold_len", "step_bits")
@@ -810,33 +820,11 @@ class RowTables:
         return bool(self.held_shape[0]) and bool(self.walked.any())
 
     @functools.cached_property
-    def rewritten(self) -> np.ndarray:
-        """VAL positions the factor rows' steps rewrite (rewritten); empty without factor rows."""
-        if not self.factor:
-            return np.zeros(0, dtype=np.int64)
-        return rewritten(self.n1, self.ent_ptr, self.ent_val, self.upd_ptr, self.upd_a)
-
-    @functools.cached_property
-    def steps_apart(self) -> bool:
-        """Whether no pair of a factor row's steps (but IC(0)'s diagonal step) touches an entry
-        that another of its steps writes: then no step reads what another wrote, and a held row
-        could run all its steps at once (held_finish's APART, which IC(0) takes). True on the 5-
-        and 7-point grids, whose lower neighbours are never neighbours of each other; False with a
-        27-point stencil (a row's 13 steps form chains 7 long) and on graphs with triangles."""
-        if not self.factor:
-            return False
-        e = np.arange(self.ent_ptr[0], self.ent_ptr[self.n1])
-        p = self.ent_val[e][self.ent_aux[e] >= 0]
-        step = np.zeros(len(self.upd_ptr) - 1, dtype=bool)
-        step[p] = True
-        return not step[pair_targets(self.upd_ptr, self.upd_a, p)].any()
-
-    @functools.cached_property
     def held_pairs(self) -> int:
         """Operand positions held_fetch prefetches per held row: S · W as a grid, S · C as a list
         (GRID_WORK); 0 without held rows."""
         W, S, C = self.held_shape
-        return S * W if S * C * W > GRID_WORK else S * C
+        return S * W if grid_layout((W, S, C)) else S * C
 
     def held(self, lanes: int) -> tuple:
         """The kernels' (W, S, C) for programs of `lanes` rows: held_shape while the prefetched
@@ -922,22 +910,43 @@ def _factor(S, factor):
                 rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
 
 
-def pair_targets(upd_ptr, upd_a, p) -> np.ndarray:
-    """The VAL positions that the pairs of the steps at positions p write, step after step."""
-    return upd_a[dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])[1]]
-
-
-def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a) -> np.ndarray:
-    """The VAL positions that the factor rows' steps rewrite, ascending: each step's own entry and
-    the targets of its pairs. Every other factor entry keeps A's value."""
+def step_pairs(n1, ent_ptr, ent_val, upd_ptr) -> tuple:
+    """(p, step, t) of the factor rows' steps (entries e < ent_ptr[n1]): each step's VAL position
+    p[e], and every pair of every step, step after step — its step e = step[k] and its index t[k]
+    into upd_a / upd_b. The one expansion of the pairs that rewritten, held_spans, step_bits and
+    steps_apart share (each took about 0.35 s on the 27-point grid's 25M pairs when each expanded
+    them itself)."""
     p = ent_val[:int(ent_ptr[int(n1)])].astype(np.int64)
+    step, t = dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])
+    return p, step, t
+
+
+def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
+    """The VAL positions that the factor rows' steps rewrite, ascending: each step's own entry and
+    the targets of its pairs. Every other factor entry keeps A's value. pairs: step_pairs' result,
+    if the caller has it."""
+    p, _, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[p] = True
-    mark[pair_targets(upd_ptr, upd_a, p)] = True
+    mark[upd_a[t]] = True
     return np.flatnonzero(mark)
 
 
-def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
+def steps_apart(n1, ent_ptr, ent_val, ent_aux, upd_ptr, upd_a, pairs=None) -> bool:
+    """Whether no pair of a factor row's steps (but IC(0)'s diagonal step, the one without a
+    pivot) touches an entry that another of its steps writes: then no step reads what another
+    wrote, and a held row could run all its steps at once (held_finish's APART, which IC(0)
+    takes). True on the 5- and 7-point grids, whose lower neighbours are never neighbours of each
+    other; False with a 27-point stencil (a row's 13 steps form chains 7 long) and on graphs with
+    triangles."""
+    p, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    pivoted = ent_aux[:len(p)] >= 0
+    mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
+    mark[p[pivoted]] = True
+    return not mark[upd_a[t[pivoted[step]]]].any()
+
+
+def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touched=None):
     """(hold_len, (W, S, C)) of a factor pair's rows. A row's steps touch its step entries and the
     targets of their pairs (ILU(0): the entries below the diagonal and the u_ij they update;
     IC(0): its whole row of tril(A)); it holds its entries up to the last of them, a prefix of
@@ -945,13 +954,16 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     its steps and its most pairs of a step each lie within what HOLD_SHARE of the rows with steps
     need, and the span is at most HELD_WIDTH; (W, S, C) are those rows' largest, as powers of
     two (at least 2), and every row within them is held too. A row without steps holds nothing
-    and does nothing; a row with steps and no span walks."""
+    and does nothing; a row with steps and no span walks. pairs, touched: step_pairs' and
+    rewritten's results, if the caller has them."""
     n1 = int(n1)
-    p = ent_val[:int(ent_ptr[n1])].astype(np.int64)
+    pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    p = pairs[0]
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
     cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
-    touched = rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a)   # ascending, so rows in order
+    if touched is None:                                      # ascending, so rows in order
+        touched = rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs)
     row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
     last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry
     span = np.zeros(n1, np.int64)
@@ -972,25 +984,28 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr):
     return np.where(fits, span, 0), shape
 
 
-def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr) -> np.ndarray:
+def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.ndarray:
     """Per factor step (entry e < ent_ptr[n1]), the entries of its row that its pairs pair with, as
     bits: bit j for entry j of the row (ILU: the u_ij it updates; IC: the l_ik it reads), the
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
-    entries (tiers/sparse_dags.py lists them so; checked here)."""
+    entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
+    caller has it."""
     n1 = int(n1)
-    p = ent_val[:int(ent_ptr[n1])].astype(np.int64)
-    step, t = dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])
-    row = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))[step]
-    j = upd_a[t].astype(np.int64) - fac_ptr[row]
-    if ((np.diff(j) <= 0) & (step[1:] == step[:-1])).any():
+    p, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
+    j = upd_a[t] - base[step]
+    cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
+    heads = np.cumsum(cnt) - cnt                             # the pairs come step after step
+    later = np.ones(len(j), dtype=bool)
+    later[heads[cnt > 0]] = False                            # a pair after another of its step
+    if (later[1:] & (j[1:] <= j[:-1])).any():
         raise AssertionError("a factor step's pairs are not listed in the order of their entries")
+    one = np.where(j < 64, np.left_shift(np.int64(1), np.minimum(j, 63)), 0)
     bits = np.zeros(len(p), np.int64)
-    low = j < 64
-    step, one = step[low], np.left_shift(np.int64(1), j[low])
-    if len(step):                                            # the pairs come step after step
-        heads = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
-        bits[step[heads]] = np.bitwise_or.reduceat(one, heads)
+    some = cnt > 0
+    if some.any():
+        bits[some] = np.bitwise_or.reduceat(one, heads[some])
     return bits
 
 
@@ -1031,17 +1046,25 @@ def row_tables(pair: str, *matrices) -> RowTables:
     ent_ptr = np.zeros(n + n2 + 1, np.int64)
     np.cumsum(cat.pop("count"), out=ent_ptr[1:])
     i32 = {k: np.ascontiguousarray(v, dtype=np.int32) for k, v in cat.items()}
+    bits, touched, apart = np.zeros(1, np.int64), np.zeros(0, np.int64), False
     if factor:
-        hold_len, shape = held_spans(n, ent_ptr, cat["ent_val"], upd[0], upd[1], pattern[0])
-        bits = step_bits(n, ent_ptr, cat["ent_val"], upd[0], upd[1], pattern[0])
+        ev = cat["ent_val"]
+        pairs = step_pairs(n, ent_ptr, ev, upd[0])
+        touched = rewritten(n, ent_ptr, ev, upd[0], upd[1], pairs)
+        hold_len, shape = held_spans(n, ent_ptr, ev, upd[0], upd[1], pattern[0], pairs, touched)
+        if grid_layout(shape) and np.prod(shape) <= HELD_WORK:      # the bits only a grid reads
+            bits = step_bits(n, ent_ptr, ev, upd[0], upd[1], pattern[0], pairs)
+        apart = steps_apart(n, ent_ptr, ev, cat["ent_aux"], upd[0], upd[1], pairs)
+        del pairs
     else:
-        hold_len, shape, bits = np.zeros(1), (0, 0, 0), np.zeros(1, np.int64)
+        hold_len, shape = np.zeros(1), (0, 0, 0)
     return RowTables(pair, n, n2, factor, ent_ptr=ent_ptr.astype(np.int32),
                      upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32),
                      upd_b=upd[2].astype(np.int32), val_from=val_from,
                      vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
                      factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32),
-                     hold_len=hold_len.astype(np.int32), hold_shape=shape, step_bits=bits, **i32)
+                     hold_len=hold_len.astype(np.int32), hold_shape=shape, step_bits=bits,
+                     rewritten=touched, steps_apart=apart, **i32)
 
 
 # ---------------------------------------------------------------- what both Triton tiers do around a launch
