@@ -905,6 +905,33 @@ def test_dag_tickets_keep_the_schedules_order_inside_a_level():
     assert (np.diff(level[seq]) >= 0).all()
     same = np.diff(level[seq]) == 0
     assert (np.diff(pos[seq])[same] > 0).all()
+    with pytest.raises(ValueError, match="ties must be one of"):
+        t3.ticket_order(s, mats, "dag", ties="rows")
+
+
+@pytest.mark.parametrize("pair", ["sptrsv_spmv", "sptrsv_sptrsv"])
+def test_dataflow_records_take_a_levels_rows_in_order(pair):
+    """With ties="ids" a level's iterations go in id order whatever the schedule, so the "dag"
+    blocks are the same under every schedule — and so are the dataflow executor's records, which
+    take them (_dataflow_plan; the schedule's own order made the sparse-fusion schedule slower
+    than wavefront on the grids: ticket_order)."""
+    mats = [sd.csr(M) for M in operands(pair, sm.poisson2d(12))]
+    level = sd.wavefront_levels(sd.joint_dag(pair, *mats))
+    tables = rows.row_tables(pair, *mats)
+    blocks, plans = {}, {}
+    for kind in fs.KINDS:
+        s = fs.inspect(pair, *mats, kind=kind, workers=2)
+        blocks[kind] = t3.ticket_blocks(s, mats, 8, "dag", ties="ids")
+        seq = blocks[kind][1]
+        assert (np.diff(level[seq]) >= 0).all()
+        assert (np.diff(seq)[np.diff(level[seq]) == 0] > 0).all()
+        plans[kind] = t3._dataflow_plan(s, mats, tables, 4, "dag", torch.device("cpu"))
+    for kind in fs.KINDS:
+        for a, b in zip(blocks[kind], blocks["wavefront"]):
+            np.testing.assert_array_equal(a, b)
+        assert plans[kind][0] == plans["wavefront"][0] and plans[kind][1].keys() == plans["wavefront"][1].keys()
+        for key, t in plans[kind][1].items():
+            assert torch.equal(t, plans["wavefront"][1][key]), (kind, key)
 
 
 # ---------------------------------------------------------------- launches
@@ -1507,6 +1534,24 @@ def test_factor_pairs_take_small_flag_blocks():
     fn = registry.get("sparse_fusion", "t3_triton_fused", "spilu0_sptrsv")
     row, _ = runner(fn, "spilu0_sptrsv", [t27], like27, None, "syncfree", {"block_rows": None, "tickets": "dag"})
     assert row["block_rows"] == 1 and row["timed"] == "prepared"
+
+
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+def test_dataflow_factor_blocks_widen_on_wide_levels(pair, monkeypatch):
+    """The dataflow executor takes WIDE_FACTOR_BLOCK_ROWS for a factor pair whose joint DAG's
+    levels hold at least WIDE_LEVELS iterations on average (_wide), FACTOR_BLOCK_ROWS otherwise;
+    the flag executor keeps FACTOR_BLOCK_ROWS; the step-work cap holds either way (27-point: 1)."""
+    A = sm.poisson3d(4)
+    like = _vector(np.ones(A.shape[0]), "float64")
+    s = fs.inspect(pair, A, kind="wavefront")
+    for bound, want in ((1, t3.WIDE_FACTOR_BLOCK_ROWS), (1 << 40, t3.FACTOR_BLOCK_ROWS)):
+        monkeypatch.setattr(t3, "WIDE_LEVELS", bound)
+        assert t3._wide(s, (A,)) == (bound == 1)
+        assert t3.prepare(pair, A, like=like, schedule=s, executor="dataflow").block_rows == want
+        assert t3.prepare(pair, A, like=like, schedule=s, executor="syncfree").block_rows == t3.FACTOR_BLOCK_ROWS
+    monkeypatch.setattr(t3, "WIDE_LEVELS", 1)
+    t27 = sm.poisson3d(3, points=27)
+    assert t3.prepare(pair, t27, like=_vector(np.ones(27), "float64"), executor="dataflow").block_rows == 1
 
 
 # ---------------------------------------------------------------- fused rows (the flag executor on the factor pairs)

@@ -209,6 +209,24 @@ R = 16, IC(0) 7.3 against 8.7; 2026-11-26 (figures/data/block_rows_factor_*), R 
 of operands (the 27-point rows, sparse_rows.GRID_WORK) R = 2 was slower than R = 1 too (H200,
 2026-11-29, flag executor, sparse-fusion / wavefront schedule: ILU(0) 5.23 / 4.60 ms against
 3.44 / 3.22, IC(0) 3.98 / 3.92 against 3.49 / 3.20; figures/data/grid_ab_27_3d_*)."""
+WIDE_FACTOR_BLOCK_ROWS = 8
+"""R of the dataflow executor on a factor pair whose joint DAG's levels hold at least WIDE_LEVELS
+iterations on average (factor_block_rows' `wide`: the 3D grid, 1M rows in 299 levels; the
+power-law graph, 56 levels); else FACTOR_BLOCK_ROWS, the step-work cap applying either way.
+Measured on an H200 (2026-11-29, float64, package CLI, medians of 3 interleaved rounds, every
+output checked first, cuSPARSE in the same call, figures/data/factor_rows_cli_*), ms at R = 2 / 4
+/ 8 / 16, sparse-fusion schedule (wavefront):
+  3D ILU(0) 1.29 / 0.941 / 0.873 / 1.15 (1.55 / 1.01 / 1.02 / 1.11), IC(0) 1.21 / 1.07 / 0.905 /
+    1.11 (1.50 / 1.23 / 1.06 / 1.20); cuSPARSE 2.50 / 2.55;
+  power-law ILU(0) 2.08 / 1.34 / 1.23 / 1.29 (2.11 / 1.32 / 1.17 / 1.16), IC(0) 1.53 / 1.23 /
+    0.906 / 1.01 (1.65 / 1.18 / 0.917 / 0.893); cuSPARSE 2.62 / 1.49;
+  2D (2 000 levels, narrow) ILU(0) 2.32 / 2.69 / 3.25 / 2.76 (2.70 / 2.80 / 3.47 / 3.76), IC(0)
+    2.83 / 2.55 / 2.77 / 3.67 (3.00 / 2.88 / 3.50 / 3.87); cuSPARSE 11.3 / 11.9.
+On wide levels a block of 8 puts more of the warp's 32 lanes to work (held rows of 4 entries
+on the 3D grid, 8 on the graph) and halves the blocks; on the 2D grid a level has 500 rows, and
+fewer, fuller blocks only lengthen the waits. The 2D ILU(0)
+ran fastest at R = 2 under the sparse-fusion schedule and its IC(0) at R = 4; no rule that tells
+them apart was tried. The flag executor keeps FACTOR_BLOCK_ROWS (R = 8 not measured with it)."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
@@ -375,10 +393,11 @@ SpMV rows go faster as one wide launch, the solve does not. In the interpreter t
 executor runs fewer, larger programs, which the interpreter executes faster."""
 
 
-def factor_block_rows(tables) -> int:
-    """The flag executor's default R for a factor pair with these RowTables: the held lanes
-    within FACTOR_BLOCK_ROWS and FACTOR_STEP_WORK, down to a power of two."""
-    R = tables.held_lanes(FACTOR_BLOCK_ROWS, FACTOR_STEP_WORK)
+def factor_block_rows(tables, wide: bool = False) -> int:
+    """The default R for a factor pair with these RowTables on the flag executor's kernel: the
+    held lanes within FACTOR_BLOCK_ROWS (WIDE_FACTOR_BLOCK_ROWS if `wide`: the dataflow
+    executor on wide levels, _wide) and FACTOR_STEP_WORK, down to a power of two."""
+    R = tables.held_lanes(WIDE_FACTOR_BLOCK_ROWS if wide else FACTOR_BLOCK_ROWS, FACTOR_STEP_WORK)
     return 1 << (R.bit_length() - 1)
 
 
@@ -834,10 +853,32 @@ def _ticket_graph(schedule, mats, merged=False):
     return schedule.cached(("ticket_graph", merged), build)
 
 
-def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False):
+TIES = ("schedule", "ids")
+
+
+def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False, ties: str = "schedule"):
     """(seq, group): the iterations in ticket order and each one's group key, ascending — the
     order and the groups that ticket_blocks cuts into blocks (its docstring says how each
-    `tickets` keys them); with fuse_rows the merged solve rows are not listed."""
+    `tickets` keys them); with fuse_rows the merged solve rows are not listed. `ties`: the
+    order within a group of "dag", "alap" or "mid" — the schedule's ("schedule"), or id order
+    ("ids": rows in order, kernel 1's first, whatever the schedule), which the dataflow
+    executor's records take (_dataflow_plan): a block then holds rows that lie together. With
+    the schedule's order the sparse-fusion schedule ran the grids' vector pairs 2–7 % slower than
+    wavefront, whose order within a level is the rows'. Measured on an H200 (2026-11-29, float64,
+    dataflow executor, A/B in one call, 3 interleaved rounds, every output checked first,
+    figures/data/ties_ab_*), sparse-fusion schedule, schedule's order → ids, ms: 2D sptrsv_sptrsv
+    1.987 → 1.855; 3D sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.241 → 0.242, 0.231 → 0.225,
+    0.390 → 0.373; 27-point 0.320 → 0.312, 0.314 → 0.305, 0.555 → 0.516; the wavefront schedule
+    within 1 % either way (cuSPARSE 9.50 / 0.906, 0.905, 1.679 / 1.115, 1.121, 2.123 ms in the same
+    rounds); the package CLI afterwards (figures/data/ties_cli_*) gave the two schedules the same
+    times on the grids' vector pairs. The other plans keep the schedule's order: with ids
+    everywhere that call also measured the power-law graph's flat records (flat_plan) at 0.272 /
+    0.247 ms on spmv_sptrsv / sptrsv_sptrsv against 0.171 / 0.244 with the schedule's order
+    (figures/data/table_h200_*, the same day), and the factor pairs' fused rows (_syncfree_plan)
+    even within the rounds' spread (3D ILU(0) in the A/B 0.844 → 0.839; 3D IC(0) at R = 8 in the
+    CLI 1.085 against 0.905, its rounds 0.90–1.11)."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     n = schedule.n1 + schedule.n2
     pos = np.empty(n, dtype=np.int64)
     pos[schedule.order] = np.arange(n)
@@ -850,19 +891,20 @@ def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False):
             "mid": lambda: _mid_levels(schedule, mats, fuse_rows)}
     if tickets in ("dag", "alap", "mid"):
         group = keys[tickets]()
+        seq = np.argsort(group, kind="stable") if ties == "ids" else np.lexsort((pos, group))
     elif tickets == "schedule":
         step = np.empty(n, np.int64)
         step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
         group = schedule.partition_level()[schedule.partition_of()] * (int(sizes.max(initial=0)) + 1) + step
-        # within a (level, step): partition order
+        seq = np.lexsort((pos, group))                      # within a (level, step): partition order
     else:
         raise ValueError(f"tickets must be one of {', '.join(TICKETS)}, got {tickets!r}")
-    seq = np.lexsort((pos, group))
     seq = seq[listed[seq]]
     return seq, group[seq]
 
 
-def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None):
+def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None,
+                  ties: str = "schedule"):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
     dep_blk[dep_ptr[t]:dep_ptr[t+1]]. With fuse_rows, an iteration i with fused_rows(...)[i] ≥ 0
@@ -872,8 +914,9 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     (level, step) groups, and rows between them may need it or be needed by it.
 
     tickets="dag": iterations sorted by (wavefront level of the joint DAG, position in the
-    schedule), each level cut into blocks of at most R — the shortest chains of waits, whatever
-    the schedule; the schedule only decides which iterations of a level share a block.
+    schedule, or id with ties="ids": ticket_order), each level cut into blocks of at most R — the
+    shortest chains of waits, whatever the schedule; the schedule only decides which iterations
+    of a level share a block, and with ties="ids" not even that.
     tickets="alap": by as-late-as-possible level (_latest_levels) instead — iterations off the
     critical path wait until just before they are needed (spmv_sptrsv: each SpMV row right before
     the solve row that reads it, not all of them first). tickets="mid": by the sum of both levels,
@@ -885,7 +928,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     and every dependence lies in an earlier block. `alone` (a mask over the iterations): each
     of these gets a block of its own."""
     n = schedule.n1 + schedule.n2
-    seq, g = ticket_order(schedule, mats, tickets, fuse_rows)
+    seq, g = ticket_order(schedule, mats, tickets, fuse_rows, ties)
     dag = _ticket_graph(schedule, mats, fuse_rows)[0]
     m = len(seq)
     start = np.ones(m, dtype=bool)
@@ -1537,7 +1580,7 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     C = record_chunk(tables)
     lens = np.diff(tables.ent_ptr)
     alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone)[:2]
+    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone, ties="ids")[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
@@ -2354,8 +2397,9 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         tickets_ahead = shape[1] if tickets_ahead is None else tickets_ahead
     if block_rows is None:
         block_rows = tuning_defaults(kernel, pair).get("block_rows", 1)
-    if block_rows is None:              # the flag executor on a factor pair: by its rows' shape
-        block_rows = factor_block_rows(rows.device_tables(problem, like.device)[0])
+    if block_rows is None:              # a factor pair on the flag executor's kernel: by its rows' shape
+        block_rows = factor_block_rows(rows.device_tables(problem, like.device)[0],
+                                       wide=executor == "dataflow" and _wide(schedule, problem.matrices))
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
