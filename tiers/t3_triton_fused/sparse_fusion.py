@@ -223,10 +223,10 @@ output checked first, cuSPARSE in the same call, figures/data/factor_rows_cli_*)
   2D (2 000 levels, narrow) ILU(0) 2.32 / 2.69 / 3.25 / 2.76 (2.70 / 2.80 / 3.47 / 3.76), IC(0)
     2.83 / 2.55 / 2.77 / 3.67 (3.00 / 2.88 / 3.50 / 3.87); cuSPARSE 11.3 / 11.9.
 On wide levels a block of 8 puts more of the warp's 32 lanes to work (held rows of 4 entries
-on the 3D grid, 8 on the graph) and halves the blocks; on the 2D grid a level has 500 rows, and
-fewer, fuller blocks only lengthen the waits. The 2D ILU(0)
-ran fastest at R = 2 under the sparse-fusion schedule and its IC(0) at R = 4; no rule that tells
-them apart was tried. The flag executor keeps FACTOR_BLOCK_ROWS (R = 8 not measured with it)."""
+on the 3D grid, 8 on the graph) and halves the blocks; on the 2D grid, 500 rows a level, R = 8
+was slower (why was not profiled). The 2D ILU(0) ran fastest at R = 2 under the sparse-fusion
+schedule and its IC(0) at R = 4; no rule that tells them apart was tried. The flag executor keeps
+FACTOR_BLOCK_ROWS (R = 8 not measured with it)."""
 CHUNK = 8                # non-zeros of a row loaded per trip (a 5-point row fits in one)
 DEPS = 8                 # flags polled at once by a waiting program
 NUM_WARPS = 1            # a block is small: one warp keeps a dependence hop short
