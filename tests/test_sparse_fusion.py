@@ -285,6 +285,36 @@ def test_distinct_is_numpys_unique():
         np.testing.assert_array_equal(sd.distinct(keys), np.unique(keys))
 
 
+def test_stable_order_is_numpys_stable_argsort():
+    """The same permutation as np.argsort(kind="stable"), whether the keys fit in int16 or not."""
+    rng = np.random.default_rng(6)
+    for keys in (rng.integers(0, 56, 5000), -rng.integers(0, 4000, 3000), rng.integers(-40000, 40000, 3000),
+                 np.array([32767, -32768, 0, 32767]), np.array([40000, 3, 40000]), np.zeros(0, np.int64),
+                 rng.random(50)):
+        np.testing.assert_array_equal(sd.stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+def test_canonical_copies_only_what_is_not_canonical():
+    """canonical() hands back a matrix that csr() made as it is, and canonicalises anything else
+    into a copy (int32 indices, unsorted or duplicate entries, another format); the input is never
+    modified."""
+    A = sd.csr(sm.poisson2d(5))
+    assert sd.canonical(A) is A
+    narrow = sp.csr_matrix(sm.poisson2d(5))
+    narrow.indptr, narrow.indices = narrow.indptr.astype(np.int32), narrow.indices.astype(np.int32)
+    for M in (narrow, sm.poisson2d(5).tocoo(), sm.poisson2d(5).tocsc()):
+        C = sd.canonical(M)
+        assert C is not M and C.indices.dtype == np.int64 and C.has_canonical_format
+        assert (C != A).nnz == 0
+    U = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([1, 0, 0]), np.array([0, 2, 3])), shape=(2, 2))
+    U.indptr, U.indices = U.indptr.astype(np.int64), U.indices.astype(np.int64)
+    U.has_canonical_format = False
+    before = U.indices.copy()
+    C = sd.canonical(U)
+    assert C is not U and C.has_canonical_format and list(C.indices) == [0, 1, 0]
+    np.testing.assert_array_equal(U.indices, before)
+
+
 # ---------------------------------------------------------------- t0 against SciPy
 
 def scipy_reference(pair, mats, b):

@@ -385,7 +385,7 @@ def _lbc_assign(dag, cost, W, slack, wl, nodes=None):
     sub = dags.dag_from_edges(local[u[keep]], local[v[keep]], len(nodes))
     sl = dags.wavefront_levels(sub) if sub.edges else np.zeros(len(nodes), dtype=np.int64)
     # nodes sorted by sub-level; window of levels [a, b) = positions lstart[a]:lstart[b]
-    by_level = np.argsort(sl, kind="stable")
+    by_level = dags.stable_order(sl)
     L = int(sl.max()) + 1
     lstart = np.zeros(L + 1, dtype=np.int64)
     np.cumsum(np.bincount(sl, minlength=L), out=lstart[1:])
@@ -504,7 +504,7 @@ def _fuse_head_first(dag, g1, g2, cost, W, slack, wl):
     grow = 1 + cost[n1:].sum() / max(cost[:n1].sum(), 1)
     cap = (1 + slack) * grow * load.max(axis=1)
     w2 = dags.wavefront_levels(g2)
-    by2 = np.argsort(w2, kind="stable")
+    by2 = dags.stable_order(w2)
     bounds = np.searchsorted(w2[by2], np.arange(int(w2.max(initial=-1)) + 2))
     for l in range(len(bounds) - 1):
         vs = by2[bounds[l]:bounds[l + 1]] + n1

@@ -659,7 +659,7 @@ def _mid_levels(schedule, mats, merged=False):
             return key
         key = np.where(heavy, 2 * asap, key)
         u, v = dag.sources()
-        by = np.argsort(-asap[u], kind="stable")            # edges by their source's level, last first
+        by = dags.stable_order(-asap[u])                    # edges by their source's level, last first
         u, v = u[by], v[by]
         cut = np.flatnonzero(np.diff(asap[u])) + 1
         for a, b in zip(np.r_[0, cut], np.r_[cut, len(u)]):   # a level's successors are settled
@@ -891,7 +891,7 @@ def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False, 
             "mid": lambda: _mid_levels(schedule, mats, fuse_rows)}
     if tickets in ("dag", "alap", "mid"):
         group = keys[tickets]()
-        seq = np.argsort(group, kind="stable") if ties == "ids" else np.lexsort((pos, group))
+        seq = dags.stable_order(group) if ties == "ids" else np.lexsort((pos, group))
     elif tickets == "schedule":
         step = np.empty(n, np.int64)
         step[schedule.order] = np.arange(n) - np.repeat(schedule.part_ptr[:-1], sizes)
