@@ -1227,6 +1227,11 @@ def _arrow_last(n):
     return sp.csr_matrix(A)
 
 
+def _arrow_first(n):
+    """_arrow_last turned around: row 0 and column 0 full."""
+    return sp.csr_matrix(_arrow_last(n).toarray()[::-1, ::-1])
+
+
 def test_held_shape_and_budget():
     """(W, S, C) covers the held rows' most entries held, most steps and most pairs of a step, as
     powers of two; past HELD_BUDGET prefetched operand positions (lanes · S · C as a list, lanes ·
@@ -1245,7 +1250,7 @@ def test_held_shape_and_budget():
     assert rows.row_tables("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(4))).held(1) == (0, 0, 0)
     n = rows.HELD_WIDTH + 8                            # an arrow wider than HELD_WIDTH
     L = _arrow_last(n)
-    A = sp.csr_matrix(L.toarray()[::-1, ::-1])         # row 0 and column 0 full
+    A = _arrow_first(n)                                # row 0 and column 0 full
     arrow = rows.row_tables("spilu0_sptrsv", A)
     assert arrow.held_shape == (2, 2, 2) and not arrow.walks       # row i touches l_i0 and u_ii only
     assert rows.row_tables("spic0_sptrsv", A).held_shape == (2, 2, 2)   # tril rows are ≤ 2 wide
@@ -1527,10 +1532,8 @@ def test_factor_pairs_take_small_flag_blocks():
     assert t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", sm.poisson3d(4))) == 4     # 7-point rows
     assert t3.prepare("spilu0_sptrsv", t27, like=like27, executor="syncfree", block_rows=4).block_rows == 4
     n = rows.HELD_WIDTH + 8                            # rows wider than HELD_WIDTH walk: FACTOR_BLOCK_ROWS
-    A = np.eye(n) * (2.0 * n)
-    A[0, :] = A[:, 0] = 1.0
-    A[0, 0] = 2.0 * n
-    assert t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", sp.csr_matrix(A))) == t3.FACTOR_BLOCK_ROWS
+    A = _arrow_first(n)
+    assert t3.factor_block_rows(rows.row_tables("spilu0_sptrsv", A)) == t3.FACTOR_BLOCK_ROWS
     fn = registry.get("sparse_fusion", "t3_triton_fused", "spilu0_sptrsv")
     row, _ = runner(fn, "spilu0_sptrsv", [t27], like27, None, "syncfree", {"block_rows": None, "tickets": "dag"})
     assert row["block_rows"] == 1 and row["timed"] == "prepared"

@@ -146,15 +146,11 @@ def fingerprint(pair: str, *matrices) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(pair.encode())
     for M in matrices:
-        C = M if _is_canonical(M) else dags.csr(M)
+        C = dags.canonical(M)
         h.update(repr(C.shape).encode())
         h.update(np.ascontiguousarray(C.indptr, dtype=np.int64).tobytes())
         h.update(np.ascontiguousarray(C.indices, dtype=np.int64).tobytes())
     return h.hexdigest()
-
-
-def _is_canonical(M) -> bool:
-    return getattr(M, "format", None) == "csr" and M.has_canonical_format
 
 
 # ---------------------------------------------------------------- validity

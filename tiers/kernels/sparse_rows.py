@@ -505,6 +505,13 @@ grid's loads, twice the list's, cost more than the one-hot work saved: power-law
 _GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read (held_fetch, held_finish: as grid_layout)
 
 
+def within_held_work(shape) -> tuple:
+    """shape (W, S, C) if its step work S · C · W is within HELD_WORK, else (0, 0, 0): every row
+    walks (RowTables.held_shape)."""
+    W, S, C = shape
+    return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
+
+
 def grid_layout(shape) -> bool:
     """Whether held rows of this (W, S, C) take their pairs as a grid (GRID_WORK), as the kernels
     decide it from their W, S, C."""
@@ -804,8 +811,7 @@ class RowTables:
         """(W, S, C) of held_fetch for this pair's held factor rows: powers of two at least their
         most entries held, most steps and most update pairs of a step (held_spans); (0, 0, 0)
         without factor rows, or when S · C · W passes HELD_WORK (then every row walks)."""
-        W, S, C = self.hold_shape
-        return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
+        return within_held_work(self.hold_shape)
 
     @functools.cached_property
     def walked(self) -> np.ndarray:
@@ -1052,7 +1058,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
         pairs = step_pairs(n, ent_ptr, ev, upd[0])
         touched = rewritten(n, ent_ptr, ev, upd[0], upd[1], pairs)
         hold_len, shape = held_spans(n, ent_ptr, ev, upd[0], upd[1], pattern[0], pairs, touched)
-        if grid_layout(shape) and np.prod(shape) <= HELD_WORK:      # the bits only a grid reads
+        if grid_layout(within_held_work(shape)):                 # the bits only a grid reads
             bits = step_bits(n, ent_ptr, ev, upd[0], upd[1], pattern[0], pairs)
         apart = steps_apart(n, ent_ptr, ev, cat["ent_aux"], upd[0], upd[1], pairs)
         del pairs
