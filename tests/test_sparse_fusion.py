@@ -285,6 +285,19 @@ def test_distinct_is_numpys_unique():
         np.testing.assert_array_equal(sd.distinct(keys), np.unique(keys))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-3, 12)), max_size=30))
+def test_expand_ranges_is_the_plain_loop(ranges):
+    """Every range's integers in range order with its owner; empty and reversed ranges give
+    nothing, and negative starts count like any other."""
+    starts = np.array([a for a, _ in ranges], dtype=np.int64)
+    stops = starts + np.array([d for _, d in ranges], dtype=np.int64)
+    owner, value = sd.expand_ranges(starts, stops)
+    want = [(r, v) for r, (a, b) in enumerate(zip(starts, stops)) for v in range(a, b)]
+    assert owner.dtype == value.dtype == np.int64
+    assert list(zip(owner.tolist(), value.tolist())) == want
+
+
 def test_stable_order_is_numpys_stable_argsort():
     """The same permutation as np.argsort(kind="stable"), whether the keys fit in int16 or not."""
     rng = np.random.default_rng(6)
