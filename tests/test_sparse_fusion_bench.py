@@ -261,6 +261,45 @@ def test_speedups_and_payoff(seed):
 
 # ------------------------------------------------------------------ the figure and the pictures
 
+def test_markdown_table_cells():
+    """One row of each kind, with known times: the best executor per schedule, the ratios and
+    their bold, "n/a" for what is missing, and the one-off columns."""
+    rows = [_row("poisson3d", "sptrsv_spmv", "t2_triton_unfused", 7.81),
+            _row("poisson3d", "sptrsv_spmv", "t3_triton_fused", 0.3, "wavefront", "levels"),
+            _row("poisson3d", "sptrsv_spmv", "t3_triton_fused", 0.25, "wavefront", "dataflow"),
+            _row("poisson3d", "sptrsv_spmv", "t3_triton_fused", 0.24, "lbc", "dataflow"),
+            _row("poisson3d", "sptrsv_spmv", "t3_triton_fused", 0.2, "sparse_fusion", "dataflow",
+                 inspector_ms=2800.0, setup_ms=2300.0),
+            _row("poisson3d", "sptrsv_spmv", "cusparse", 0.9),
+            _row("poisson3d", "sptrsv_spmv", "scipy", math.nan, status="n/a: no SciPy here"),
+            _row("poisson3d", "sptrsv_spmv", "cusparse", 0.5, dtype="float32")]
+    for r in rows:
+        r["size"] = 100
+    rows[4]["payoff_runs"] = 12345.6
+    lines = bench.markdown_table(rows).splitlines()
+    assert lines[0].startswith("| matrix | pair | t2 unfused | t3 wavefront | t3 LBC | t3 sparse fusion |")
+    assert lines[2] == ("| 3D Poisson 100³ | sptrsv_spmv | 7.81 | 0.25 | 0.24 | 0.2 | 0.9 | n/a | n/a | **4.50×** | "
+                        "**1.25×** | **1.20×** | 2.8 + 2.3 | 12,346 |")
+    assert len(lines) == 3           # the float32 case has no t3 row: no line
+    rows[1]["ms"], rows[2]["ms"], rows[3]["ms"], rows[5]["ms"] = 0.203, 0.203, 0.09, 0.79
+    brief = bench.markdown_table(rows, full=False).splitlines()
+    assert brief[2] == "| 3D Poisson 100³ | sptrsv_spmv | 7.81 | 0.203 | 0.090 | 0.2 | 0.79 | 3.95× | 1.01× | 0.45× |"
+
+
+def test_readme_tables_are_the_recorded_data():
+    """The README's float64 and float32 sparse-fusion tables are what `python -m tiers table
+    sparse_fusion` makes of the newest recorded file: no number in them is typed by hand, and a
+    new file without a new table fails here."""
+    from pathlib import Path
+
+    from tiers.bench.common import load_rows
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = load_rows("sparse_fusion")[1]
+    assert bench.markdown_table(rows, "float64") in readme
+    assert bench.markdown_table(rows, "float32", full=False) in readme
+
+
 def test_speedup_figure_draws_the_recorded_numbers(tmp_path):
     rows, want = _synthetic_rows(np.random.default_rng(7))
     env = {"device": "Test GPU", "torch": "0", "triton": "0", "cuda": "", "date": "2000-01-01"}

@@ -1,5 +1,6 @@
 """`python -m tiers bench attention` measures on a GPU; `python -m tiers figures` redraws the
-figures from recorded data and needs no GPU."""
+figures from recorded data and `python -m tiers table sparse_fusion` prints the README's table
+from it, neither needing a GPU."""
 from __future__ import annotations
 
 import argparse
@@ -165,6 +166,11 @@ def main(argv=None):
                         "the median)")
     b.add_argument("--out", default=None, help="output folder (default figures/data)")
     b.add_argument("--append", action="store_true", help="merge into that day's file instead of replacing it")
+    t = sub.add_parser("table", help="print the README's table of the newest recorded sparse_fusion data")
+    t.add_argument("algorithm", choices=["sparse_fusion"])
+    t.add_argument("--dtype", default="float64", help="float64 or float32")
+    t.add_argument("--brief", action="store_true", help="without CuPy, SciPy, inspector and payoff columns")
+    t.add_argument("--data", default=None, help="folder of the recorded data (default figures/data)")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
     f.add_argument("--out", default=None)
     f.add_argument("--no-check", action="store_true", help="skip running every tier on a small problem first")
@@ -233,6 +239,11 @@ def main(argv=None):
         print(env, ceilings)
         print(bench.summary(rows))
         print("wrote", *paths)
+    elif args.cmd == "table":
+        from tiers.bench import sparse_fusion as bench
+        from tiers.bench.common import load_rows
+
+        print(bench.markdown_table(load_rows("sparse_fusion", args.data)[1], args.dtype, full=not args.brief))
     elif args.cmd == "figures":
         from tiers import figures
 

@@ -855,6 +855,50 @@ def speedups(rows) -> dict:
     return out
 
 
+TABLE_NAMES = {"poisson2d": "2D Poisson {s}²", "poisson3d": "3D Poisson {s}³", "poisson3d27": "3D 27-point {s}³",
+               "powerlaw": "power-law, {m}M nodes"}
+
+
+def markdown_table(rows, dtype="float64", full=True) -> str:
+    """The README's table of recorded rows of one dtype, natural order, in the order recorded: per
+    matrix and pair the times of t2, of t3 under each schedule (its best executor), of cuSPARSE,
+    and with `full` of CuPy and SciPy; the ratios of t3 under the sparse-fusion schedule to
+    cuSPARSE and to the other two schedules, in bold where they reach the goal (4× cuSPARSE;
+    faster than the other schedule by 2 % or more); with `full` the sparse-fusion row's inspector
+    + setup (s) and its payoff runs. ms as 3 significant digits, below 0.1 ms as 3 decimals."""
+    def ms(r):
+        return "n/a" if r is None else f"{r['ms']:.3g}" if r["ms"] >= 0.1 else f"{r['ms']:.3f}"
+
+    def ratio(x, goal):
+        return f"**{x:.2f}×**" if x >= goal else f"{x:.2f}×"
+
+    head = ["matrix", "pair", "t2 unfused", "t3 wavefront", "t3 LBC", "t3 sparse fusion", "cuSPARSE"]
+    head += ["CuPy calls", "SciPy"] if full else []
+    head += ["t3 SF / cuSPARSE", "t3 SF / t3 wavefront", "t3 SF / t3 LBC"]
+    head += ["SF inspector + setup", "SF payoff runs"] if full else []
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by = {}
+    for r in rows:
+        if r["dtype"] == dtype and r["ordering"] == "natural":
+            by.setdefault((r["matrix"], r["pair"]), []).append(r)
+    for (matrix, pair), rs in by.items():
+        t3 = {k: best_row(rs, "t3_triton_fused", k) for k in KINDS}
+        sf, cus = t3["sparse_fusion"], best_row(rs, "cusparse")
+        if sf is None or cus is None:
+            continue
+        name = TABLE_NAMES.get(matrix, matrix).format(s=rs[0]["size"], m=rs[0]["size"] // 1_000_000)
+        cells = [name, pair, ms(best_row(rs, "t2_triton_unfused"))] + [ms(t3[k]) for k in KINDS] + [ms(cus)]
+        cells += [ms(best_row(rs, "cupyx")), ms(best_row(rs, "scipy"))] if full else []
+        cells += [ratio(cus["ms"] / sf["ms"], 4)]
+        cells += [ratio(t3[k]["ms"] / sf["ms"], 1.02) if t3[k] else "n/a" for k in ("wavefront", "lbc")]
+        if full:
+            pay = sf.get("payoff_runs")
+            cells += [f"{sf['inspector_ms'] / 1e3:.1f} + {sf['setup_ms'] / 1e3:.1f}",
+                      f"{pay:,.0f}" if pay is not None and pay == pay else "n/a"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def summary(rows) -> str:
     by = {}
     for r in rows:
