@@ -236,6 +236,8 @@ def test_reversed_dag_turns_every_dependence_around(pair):
     assert np.array_equal(back.ptr, dag.ptr)
     for x in range(dag.n):
         assert sorted(back.idx[back.ptr[x]:back.ptr[x + 1]]) == sorted(dag.idx[dag.ptr[x]:dag.ptr[x + 1]])
+    # so the reversed DAG's levels may take the DAG itself as their successors (_latest_levels)
+    np.testing.assert_array_equal(sd.wavefront_levels(rev, reverse=dag), sd.wavefront_levels(rev))
 
 
 def _symbolic_by_brute_force(A):

@@ -309,14 +309,16 @@ def reuse_ratio(pair: str, *matrices) -> float:
     return shared / max(A.shape[0], 1)
 
 
-def wavefront_levels(dag: DAG) -> np.ndarray:
+def wavefront_levels(dag: DAG, reverse: DAG | None = None) -> np.ndarray:
     """Level of every iteration: 0 without dependences, else 1 + the largest level among them
     (the longest path from a source). Kahn's algorithm one frontier at a time: each step is a
     few NumPy calls over the frontier's successors, so the cost is O(edges) plus O(levels)
-    calls. Raises ValueError on a cycle."""
+    calls. reverse: dag.reversed(), if the caller has it (the levels of a reversed DAG take the
+    DAG itself: one reversal, 0.3 s on the power-law graph's 10M-edge joint DAG, saved). Raises
+    ValueError on a cycle."""
     n = dag.n
     indeg = np.diff(dag.ptr).astype(np.int64)
-    rev = dag.reversed()
+    rev = reverse if reverse is not None else dag.reversed()
     succ, sptr = rev.idx, rev.ptr
     level = np.full(n, -1, dtype=np.int64)
     frontier = np.flatnonzero(indeg == 0)
