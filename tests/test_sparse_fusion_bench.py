@@ -284,6 +284,9 @@ def test_markdown_table_cells():
     rows[1]["ms"], rows[2]["ms"], rows[3]["ms"], rows[5]["ms"] = 0.203, 0.203, 0.09, 0.79
     brief = bench.markdown_table(rows, full=False).splitlines()
     assert brief[2] == "| 3D Poisson 100³ | sptrsv_spmv | 7.81 | 0.203 | 0.090 | 0.2 | 0.79 | 3.95× | 1.01× | 0.45× |"
+    for r in rows:
+        r["matrix"], r["size"] = "powerlaw", 250_000
+    assert bench.markdown_table(rows, full=False).splitlines()[2].startswith("| power-law, 250,000 nodes | sptrsv_spmv |")
 
 
 def test_readme_tables_are_the_recorded_data():

@@ -856,7 +856,12 @@ def speedups(rows) -> dict:
 
 
 TABLE_NAMES = {"poisson2d": "2D Poisson {s}²", "poisson3d": "3D Poisson {s}³", "poisson3d27": "3D 27-point {s}³",
-               "powerlaw": "power-law, {m}M nodes"}
+               "powerlaw": "power-law, {s} nodes"}
+
+
+def _size_name(size: int) -> str:
+    """A size as the table says it: whole millions as "1M", else with thousands separators."""
+    return f"{size // 1_000_000}M" if size >= 1_000_000 and size % 1_000_000 == 0 else f"{size:,}"
 
 
 def markdown_table(rows, dtype="float64", full=True) -> str:
@@ -886,7 +891,8 @@ def markdown_table(rows, dtype="float64", full=True) -> str:
         sf, cus = t3["sparse_fusion"], best_row(rs, "cusparse")
         if sf is None or cus is None:
             continue
-        name = TABLE_NAMES.get(matrix, matrix).format(s=rs[0]["size"], m=rs[0]["size"] // 1_000_000)
+        size = rs[0]["size"]
+        name = TABLE_NAMES.get(matrix, matrix).format(s=_size_name(size) if matrix == "powerlaw" else size)
         cells = [name, pair, ms(best_row(rs, "t2_triton_unfused"))] + [ms(t3[k]) for k in KINDS] + [ms(cus)]
         cells += [ms(best_row(rs, "cupyx")), ms(best_row(rs, "scipy"))] if full else []
         cells += [ratio(cus["ms"] / sf["ms"], 4)]
