@@ -1776,6 +1776,24 @@ def test_flat_packing_is_the_greedy_cut(V, groups, W, R, seed):
         j, o = j + 1, o + int(cnt[v])
 
 
+def test_flat_records_of_empty_rows():
+    """A row with no entry and no right-hand side (an empty row of sptrsv_spmv's A) still takes one
+    slot of a flat record and stores its 0: without it y_i would keep the sentinel (NaN). Only the
+    SpMV's rows, which no row reads, so that a missing store shows as NaN, not as a wait."""
+    A = sm.powerlaw_laplacian(300, m=2, seed=3).tocsr()
+    E = A.tolil()
+    E[[5, 77, 200], :] = 0
+    E = sp.csr_matrix(E)
+    E.eliminate_zeros()
+    mats = (sp.tril(A, format="csr"), E)
+    b = np.random.default_rng(4).standard_normal(300)
+    run = t3.prepare("sptrsv_spmv", *mats, like=_vector(b, "float64"), executor="dataflow")
+    items = np.diff(run.tables.ent_ptr) + (run.tables.rhs >= 0)
+    assert run.flat and (items == 0).sum() == 3
+    _check(run(_vector(b, "float64")), registry.get("sparse_fusion", "t0_numpy", "sptrsv_spmv")(*mats, b),
+           "sptrsv_spmv", mats, "float64", "flat records, empty rows")
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(n=st.integers(100, 180), m=st.integers(5, 6), seed=st.integers(0, 2**16), width=st.sampled_from([2, 4, 8, 32]),
        R=st.sampled_from([1, 2, 4, 8]), pair=st.sampled_from(["sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv"]),

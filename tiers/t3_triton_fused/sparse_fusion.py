@@ -1914,16 +1914,16 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
         px[at], pv[at], sg[at] = x, val, sign
         seg[at] = 4 * lane[v] + 2 * (k == 0) + (k == c - 1)
 
-    # the rows that are not cut, all at once
+    # the rows that are not cut, all at once: their entries, then their right-hand sides, then the
+    # one empty slot of a row with neither (its position and value index stay −1)
     plain = np.flatnonzero(items[seq] <= W)
-    i = seq[plain]
-    row, k = dags.expand_ranges(np.zeros(len(plain), np.int64), cnt[plain])
-    ent = k < lens[i][row]
-    e = tables.ent_ptr[i][row] + k
-    rh = (k == lens[i][row]) & has_rhs[i][row]
-    x = np.where(ent, where[tables.ent_aux[np.where(ent, e, 0)]], np.where(rh, where[tables.rhs[i][row]], -1))
-    val = np.where(ent, tables.ent_val[np.where(ent, e, 0)], np.where(rh, -2, -1))
-    put(plain[row], cnt[plain][row], k, x, val, np.where(ent, tables.sign[i][row], np.where(rh, 1, 0)))
+    i, c = seq[plain], cnt[plain]
+    row, e = dags.expand_ranges(tables.ent_ptr[i], tables.ent_ptr[i + 1])
+    put(plain[row], c[row], e - tables.ent_ptr[i][row], where[tables.ent_aux[e]], tables.ent_val[e], tables.sign[i][row])
+    rh = np.flatnonzero(has_rhs[i])
+    put(plain[rh], c[rh], lens[i[rh]], where[tables.rhs[i[rh]]], -2, 1)
+    none = np.flatnonzero(items[i] == 0)
+    put(plain[none], 1, 0, -1, -1, 0)
     # the first generation's pieces: a hub's entries in the order they are written
     first = np.flatnonzero(tree.gen == 0)
     piece, k = dags.expand_ranges(np.zeros(len(first), np.int64), tree.size[first])
