@@ -398,8 +398,11 @@ class IC0Structure:
 
 
 def ic0_symbolic(A) -> IC0Structure:
-    """Reads only tril(A). Requires every diagonal entry stored."""
-    T = canonical(sp.tril(canonical(A), format="csr"))
+    """Reads only tril(A), trimming A only where it stores entries above the diagonal (its callers
+    pass tril(A) already). Requires every diagonal entry stored."""
+    T = canonical(A)
+    if (T.indices > row_ids(T.indptr)).any():
+        T = canonical(sp.tril(T, format="csr"))
     n, ip, ix = T.shape[0], T.indptr, T.indices
     diag = diag_positions(ip, ix)
     if (diag < 0).any():

@@ -42,6 +42,7 @@ no longer holds the sentinel (val_polled), so the stored values are the only sig
 """
 import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -916,25 +917,31 @@ def _factor(S, factor):
                 rhs=none, diag=none, sign=np.zeros(n, np.int64), dst=np.zeros(n, np.int64)), (ptr, a, b)
 
 
-def step_pairs(n1, ent_ptr, ent_val, upd_ptr) -> tuple:
-    """(p, step, t) of the factor rows' steps (entries e < ent_ptr[n1]): each step's VAL position
-    p[e], and every pair of every step, step after step — its step e = step[k] and its index t[k]
-    into upd_a / upd_b. The one expansion of the pairs that rewritten, held_spans, step_bits and
+class StepPairs(NamedTuple):
+    """The factor rows' steps (entries e < ent_ptr[n1]) and their pairs (step_pairs)."""
+    p: np.ndarray          # [steps] each step's VAL position
+    count: np.ndarray      # [steps] its pairs
+    step: np.ndarray       # [pairs] every pair of every step, step after step: its step e
+    t: np.ndarray          # [pairs] and its index into upd_a / upd_b
+
+
+def step_pairs(n1, ent_ptr, ent_val, upd_ptr) -> StepPairs:
+    """The one expansion of the factor steps' pairs that rewritten, held_spans, step_bits and
     steps_apart share (each took about 0.35 s on the 27-point grid's 25M pairs when each expanded
     them itself)."""
     p = ent_val[:int(ent_ptr[int(n1)])].astype(np.int64)
     step, t = dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])
-    return p, step, t
+    return StepPairs(p, (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64), step, t)
 
 
 def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
     """The VAL positions that the factor rows' steps rewrite, ascending: each step's own entry and
     the targets of its pairs. Every other factor entry keeps A's value. pairs: step_pairs' result,
     if the caller has it."""
-    p, _, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
-    mark[p] = True
-    mark[upd_a[t]] = True
+    mark[pairs.p] = True
+    mark[upd_a[pairs.t]] = True
     return np.flatnonzero(mark)
 
 
@@ -945,7 +952,7 @@ def steps_apart(n1, ent_ptr, ent_val, ent_aux, upd_ptr, upd_a, pairs=None) -> bo
     takes). True on the 5- and 7-point grids, whose lower neighbours are never neighbours of each
     other; False with a 27-point stencil (a row's 13 steps form chains 7 long) and on graphs with
     triangles."""
-    p, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    p, _, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     pivoted = ent_aux[:len(p)] >= 0
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[p[pivoted]] = True
@@ -964,29 +971,28 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touche
     rewritten's results, if the caller has them."""
     n1 = int(n1)
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
-    p = pairs[0]
+    cnt = pairs.count
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
-    cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
     if touched is None:                                      # ascending, so rows in order
         touched = rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs)
     row_of = np.searchsorted(fac_ptr, touched, side="right") - 1
     last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry
     span = np.zeros(n1, np.int64)
     span[row_of[last]] = touched[last] - fac_ptr[row_of[last]] + 1
-    pairs = np.zeros(n1, np.int64)
+    most = np.zeros(n1, np.int64)                            # each row's most pairs of a step
     if len(cnt):                                             # steps are listed row by row
         heads = np.flatnonzero(np.r_[True, srow[1:] != srow[:-1]])
-        pairs[srow[heads]] = np.maximum.reduceat(cnt, heads)
+        most[srow[heads]] = np.maximum.reduceat(cnt, heads)
     busy = steps > 0
     fits = busy & (span <= HELD_WIDTH)
-    for x in (span, steps, pairs):
+    for x in (span, steps, most):
         xs = np.sort(x[busy])
         if len(xs):
             fits &= x <= xs[max(0, int(np.ceil(HOLD_SHARE * len(xs))) - 1)]
-    shape = tuple(max(2, triton.next_power_of_2(int(x[fits].max(initial=1)))) for x in (span, steps, pairs))
+    shape = tuple(max(2, triton.next_power_of_2(int(x[fits].max(initial=1)))) for x in (span, steps, most))
     W, S, C = shape           # a row that fits the powers of two costs no more held than its peers
-    fits = busy & (span <= min(W, HELD_WIDTH)) & (steps <= S) & (pairs <= C)
+    fits = busy & (span <= min(W, HELD_WIDTH)) & (steps <= S) & (most <= C)
     return np.where(fits, span, 0), shape
 
 
@@ -998,10 +1004,9 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
     caller has it."""
     n1 = int(n1)
-    p, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    p, cnt, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
     j = upd_a[t] - base[step]
-    cnt = (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64)
     heads = np.cumsum(cnt) - cnt                             # the pairs come step after step
     later = np.ones(len(j), dtype=bool)
     later[heads[cnt > 0]] = False                            # a pair after another of its step
@@ -1042,7 +1047,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
         val_from, out_at = ((0, None),), (n,)
     else:                              # spic0_sptrsv: VAL [Lc on tril(A)], VEC [b, x]
         factor = IC
-        T = dags.csr(sp.tril(M[0], format="csr"))
+        T = dags.canonical(sp.tril(M[0], format="csr"))
         S = dags.ic0_symbolic(T)
         k1, upd, pivot_at, pattern = *_factor(S, IC), S.diag, (S.indptr, S.indices)
         k2 = _affine(T, "solve", 0, n, 0, n)
