@@ -602,9 +602,78 @@ def _pick(x, sel, axis: tl.constexpr):
 
 
 @triton.jit
+def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
+               C: tl.constexpr, RECIP: tl.constexpr, APART: tl.constexpr):
+    """held_finish's steps lo ≤ s < hi of the held rows w ([R, W]) whose steps pm ([R, S]) holds,
+    from the other operands of their pairs (ext: [R, S, W] as a grid, [R, S, C] as a list) and
+    their pivots (piv, [R, S]: their reciprocals with RECIP), all read: returns w after them."""
+    GRID: tl.constexpr = S * C * W > _GRID_WORK
+    cols = tl.arange(0, W)
+    if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
+        tl.static_assert(FACTOR == 2 and RECIP, "held_finish: APART is IC(0)'s, from the reciprocals")
+        at_step = pm[:, :, None] & (loc[:, :, None] == cols[None, None, :])              # [R, S, W]
+        if GRID:                       # ext is 0 at each step's own entry: one sum gives a − Σ
+            lik = tl.sum(tl.where(at_step, w[:, None, :], -w[:, None, :] * ext), 2) * piv
+        else:
+            a = tl.sum(tl.where(at_step, w[:, None, :], 0.0), 2)                          # [R, S]
+            onto = mine[:, :, :, None] == cols[None, None, None, :]                       # [R, S, C, W]
+            ops = tl.sum(tl.where(onto, w[:, None, None, :], 0.0), 3)                     # [R, S, C]
+            lik = (a - tl.sum(ops * ext, 2)) * piv
+        stepped = tl.max(at_step.to(tl.int32), 1) > 0
+        w = tl.where(stepped, tl.sum(tl.where(at_step, lik[:, :, None], 0.0), 1), w)
+    elif GRID:                         # step s is entry s of the row (its steps are its leading entries)
+        for s in range(lo, hi):
+            here = tl.arange(0, S)[None, :] == s
+            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
+            hit = (cols[None, :] == s) & live[:, None]
+            b = _pick(ext, here[:, :, None], 1)                                # [R, W]
+            if FACTOR == 1:
+                a_s = _pick(w, hit, 1)
+                if RECIP:
+                    lik = a_s * _pick(piv, here, 1)
+                else:
+                    lik = _div(a_s, _pick(piv, here, 1))
+                w = tl.where(hit, lik[:, None], w - lik[:, None] * b)
+            else:                      # b is 0 at the step's own entry: one sum gives w[s] − Σ_j w[j]·b[j]
+                r = tl.sum(tl.where(hit, w, -w * b), 1)
+                if RECIP:
+                    r = r * _pick(piv, here, 1)
+                else:
+                    r = _div(r, _pick(piv, here, 1))
+                w = tl.where(hit, r[:, None], w)
+    else:
+        for s in range(lo, hi):
+            here = tl.arange(0, S)[None, :] == s
+            h3 = here[:, :, None]
+            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
+            hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
+            a_s = _pick(w, hit, 1)
+            # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
+            onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
+            b = _pick(ext, h3, 1)
+            if FACTOR == 1:
+                if RECIP:
+                    lik = a_s * _pick(piv, here, 1)
+                else:
+                    lik = _div(a_s, _pick(piv, here, 1))
+                upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
+                hitn = tl.max(onto.to(tl.int32), 1) > 0
+                w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
+            else:
+                r = a_s - tl.sum(tl.sum(tl.where(onto, w[:, None, :], 0.0), 2) * b, 1)
+                if RECIP:
+                    r = r * _pick(piv, here, 1)
+                else:
+                    r = _div(r, _pick(piv, here, 1))
+                w = tl.where(hit, r[:, None], w)
+    return w
+
+
+@triton.jit
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
                 W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
-                SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False):
+                SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False, late=0,
+                STAGED: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
@@ -627,7 +696,10 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     the other operands polled from VAL, all issued before any is awaited. APART (IC(0) whose
     steps are apart, RowTables.steps_apart, as on the 5- and 7-point grids; t3's
     held_in_one_pass): the off-diagonal steps at once, one pass over [R, S, C, W] (list) or
-    [R, S, W] (grid) instead of a loop."""
+    [R, S, W] (grid) instead of a loop. STAGED (DATA only, not APART; late: each lane's first late
+    step, late_steps): the steps before a row's late step wait only for their own operands and
+    run while the rows it reads last are still at work; the late step and those after it wait for
+    the rest (held_steps)."""
     GRID: tl.constexpr = S * C * W > _GRID_WORK
     cols = tl.arange(0, W)
     pm = sm & (aux >= 0)
@@ -635,69 +707,50 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         om = (other >= 0) & (other < row0[None, None, :])
     else:
         om = (other >= 0) & (other < row0[:, None, None])
+    RECIP: tl.constexpr = FACTOR == 2 or DATA
     if DATA:
         w = tl.load(OWN + at, mask=inrow, other=0.0, cache_modifier=".cg")
         piv = tl.load(VAL + aux, mask=pm, other=1.0, volatile=True)
         ext = tl.load(VAL + other, mask=om, other=0.0, volatile=True)
-        piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
-        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
     else:
         w = tl.load(VAL + at, mask=inrow, other=0.0, cache_modifier=".cg")
         piv = tl.load(VAL + aux, mask=pm, other=1.0, cache_modifier=".cg")
         ext = tl.load(VAL + other, mask=om, other=0.0, cache_modifier=".cg")
-    if GRID:
-        ext = tl.permute(ext, (2, 1, 0))                   # [R, S, W]
-    if FACTOR == 2 or DATA:
-        piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
-    if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
-        tl.static_assert(FACTOR == 2, "held_finish: APART is IC(0)'s")
-        at_step = pm[:, :, None] & (loc[:, :, None] == cols[None, None, :])              # [R, S, W]
-        if GRID:                       # ext is 0 at each step's own entry: one sum gives a − Σ
-            lik = tl.sum(tl.where(at_step, w[:, None, :], -w[:, None, :] * ext), 2) * piv
+    looped = steps - 1 if FACTOR == 2 else steps            # IC: each row's last step is its diagonal
+    if STAGED:
+        tl.static_assert(DATA and not APART, "held_finish: STAGED waits on the values (DATA), step by step")
+        first = tl.arange(0, S)[None, :] < late[:, None]                      # [R, S]
+        if GRID:
+            first_x = tl.arange(0, S)[None, :, None] < late[None, None, :]    # as ext: [W, S, R]
         else:
-            a = tl.sum(tl.where(at_step, w[:, None, :], 0.0), 2)                          # [R, S]
-            onto = mine[:, :, :, None] == cols[None, None, None, :]                       # [R, S, C, W]
-            ops = tl.sum(tl.where(onto, w[:, None, None, :], 0.0), 3)                     # [R, S, C]
-            lik = (a - tl.sum(ops * ext, 2)) * piv
-        stepped = tl.max(at_step.to(tl.int32), 1) > 0
-        w = tl.where(stepped, tl.sum(tl.where(at_step, lik[:, :, None], 0.0), 1), w)
-    elif GRID:                         # step s is entry s of the row (its steps are its leading entries)
-        for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
-            here = tl.arange(0, S)[None, :] == s
-            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
-            hit = (cols[None, :] == s) & live[:, None]
-            b = _pick(ext, here[:, :, None], 1)                                # [R, W]
-            if FACTOR == 1:
-                a_s = _pick(w, hit, 1)
-                if DATA:
-                    lik = a_s * _pick(piv, here, 1)
-                else:
-                    lik = _div(a_s, _pick(piv, here, 1))
-                w = tl.where(hit, lik[:, None], w - lik[:, None] * b)
-            else:                      # b is 0 at the step's own entry: one sum gives w[s] − Σ_j w[j]·b[j]
-                r = tl.sum(tl.where(hit, w, -w * b), 1)
-                w = tl.where(hit, (r * _pick(piv, here, 1))[:, None], w)
+            first_x = first[:, :, None]
+        busy = tl.max(pm.to(tl.int32), 1) > 0              # lanes with steps: the others' late is no bound
+        piv = vec_await_entries(piv, VAL + aux, aux, pm & first, 0, SENT, NAP)
+        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)
+        rp = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)
+        ext1 = ext
+        if late.shape[0] > 1:          # what is not awaited yet as 0 and 1: a lane whose own step s
+            ext1 = tl.where(first_x, ext, 0.0)   # comes later still meets s in the loop, and
+            rp = tl.where(first, rp, 1.0)        # 0 · (the sentinel, a NaN) would be NaN
+        if GRID:
+            ext1 = tl.permute(ext1, (2, 1, 0))
+        w = held_steps(w, ext1, rp, pm & first, loc, mine, 0, tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0),
+                       FACTOR, W, S, C, True, APART)
+        piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
+        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
+        if GRID:
+            ext = tl.permute(ext, (2, 1, 0))
+        w = held_steps(w, ext, _div(tl.full(piv.shape, 1.0, piv.dtype), piv), pm & ~first, loc, mine,
+                       tl.min(tl.where(busy, late, S), 0), looped, FACTOR, W, S, C, True, APART)
     else:
-        for s in range(0, steps - 1 if FACTOR == 2 else steps):      # IC: each row's last step is its diagonal
-            here = tl.arange(0, S)[None, :] == s
-            h3 = here[:, :, None]
-            live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
-            hit = (cols[None, :] == _pick(loc, here, 1)[:, None]) & live[:, None]
-            a_s = _pick(w, hit, 1)
-            # the step's pairs: [R, C] local positions (−1: none), as one-hot rows over the W entries
-            onto = _pick(mine, h3, 1)[:, :, None] == cols[None, None, :]          # [R, C, W]
-            b = _pick(ext, h3, 1)
-            if FACTOR == 1:
-                if DATA:
-                    lik = a_s * _pick(piv, here, 1)
-                else:
-                    lik = _div(a_s, _pick(piv, here, 1))
-                upd = tl.sum(tl.where(onto, b[:, :, None], 0.0), 1)
-                hitn = tl.max(onto.to(tl.int32), 1) > 0
-                w = tl.where(hit, lik[:, None], tl.where(hitn, w - lik[:, None] * upd, w))
-            else:
-                a = tl.sum(tl.where(onto, w[:, None, :], 0.0), 2)
-                w = tl.where(hit, ((a_s - tl.sum(a * b, 1)) * _pick(piv, here, 1))[:, None], w)
+        if DATA:
+            piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
+            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
+        if GRID:
+            ext = tl.permute(ext, (2, 1, 0))                   # [R, S, W]
+        if RECIP:
+            piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
+        w = held_steps(w, ext, piv, pm, loc, mine, 0, looped, FACTOR, W, S, C, RECIP, APART)
     if FACTOR == 2:
         diag = sm & (aux < 0)
         at_diag = tl.sum(tl.where(diag, loc, 0), 1)
@@ -1018,6 +1071,26 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     if some.any():
         bits[some] = np.bitwise_or.reduceat(one, heads[some])
     return bits
+
+
+def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
+    """Per factor row, its first *late* step: the first whose other row (the pivot row k of ILU(0)'s
+    step (i, k), row j of IC(0)'s (i, j)) lies one level below row i in the factor's DAG (`level`:
+    wavefront levels, of the joint DAG or the factor's own: the same for factor rows). Those rows
+    finish last; the steps before the first of them read rows finished a level or more earlier,
+    and held_finish's STAGED runs them while the late rows are still at work. A row without such
+    a step (none without steps below the diagonal) gets its number of steps: all in the first
+    stage. On the 27-point grid the first late step of an interior row is its 9th of 13 (the
+    rows at offsets (±1, ±1, −1) and (0, 0, −1) lie 1 to 7 levels below); on the 5- and 7-point
+    grids every lower neighbour lies one level below, so it is the first."""
+    n1 = int(n1)
+    srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
+    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
+    late = (col < srow) & (level[col] == level[srow] - 1)
+    first = np.diff(ent_ptr[:n1 + 1]).astype(np.int32)
+    r, at = np.unique(srow[late], return_index=True)
+    first[r] = (np.flatnonzero(late)[at] - ent_ptr[r]).astype(np.int32)
+    return first
 
 
 def row_tables(pair: str, *matrices) -> RowTables:

@@ -690,11 +690,11 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
 
 @triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
-              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FUSE, X_AT, OWN, N_IN,
+              UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FUSE, X_AT, OWN, LATE, N_IN,
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
-              APART: tl.constexpr):
+              APART: tl.constexpr, STAGED: tl.constexpr):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -708,7 +708,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     rows see it — each entry that a step rewrites holds the sentinel SENT until its row stores
     it, the others hold A's values from the start — and VEC's outputs (past N_IN) start as SENT
     too. A row works on its own entries from OWN (A's values) and polls what it reads of other
-    rows, the factor's entries and x, until none holds the sentinel (factor_rows, held_finish)."""
+    rows, the factor's entries and x, until none holds the sentinel (factor_rows, held_finish).
+    STAGED (DATA only; stages_steps): a held row runs its steps before LATE[v] (late_steps) as soon
+    as what they read is there, and waits for the rest after them (held_finish)."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -730,6 +732,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                 v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C)
             walk = fac & ~hold
+            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
             walk = fac
         if FUSED:    # the solve row each factor row carries, and (held) where its x_j are
@@ -765,7 +768,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN, DATA,
-                            SENT, NAP, APART)
+                            SENT, NAP, APART, late, STAGED)
             if FUSED:
                 if DATA:
                     x_j = vec_await_entries(x_j, VEC + x_at, x_at, x_at >= 0, N_IN, SENT, NAP)
@@ -963,17 +966,52 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
 
 
 def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
-    """(blocks, the block tables on the device, fused rows): ticket_blocks, with the rows the
-    schedule fuses (fused_rows) merged when fuse_rows, unless the tickets follow the schedule's
-    own steps (ticket_blocks)."""
+    """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
+    two stages): ticket_blocks, with the rows the schedule fuses (fused_rows) merged when
+    fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks); and for a
+    factor pair each row's first late step (sparse_rows.late_steps, stages_steps)."""
     fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
     fused = fuse is not None and bool((fuse >= 0).any())
     blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
+    late, staged = np.zeros(1, dtype=np.int32), False
+    if tables.factor:
+        n1 = tables.n1
+        late = rows.late_steps(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1], _joint(schedule, mats)[1])
+        looped = np.diff(tables.ent_ptr[:n1 + 1]) - (1 if tables.factor == rows.IC else 0)
+        staged = bool(((tables.hold_len > 0) & (late > 0) & (late < looped)).any())
     host = {"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
             "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32),
             "fuse": (fuse if fused else np.full(1, -1)).astype(np.int32),
-            "x_at": tables.solve_x_at if fused else np.full(1, -1, dtype=np.int32)}
-    return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0
+            "x_at": tables.solve_x_at if fused else np.full(1, -1, dtype=np.int32),
+            "late": late if staged else np.zeros(1, dtype=np.int32)}
+    return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
+
+
+STAGED_STEPS = True
+"""Held factor rows take their steps in two stages (stages_steps). Measured on an H200 (2026-11-29,
+A/B in one process per dtype, 3 interleaved rounds, every output checked against float64 first,
+figures/data/staged_ab_*), 27-point 64³, two stages against one, ms, sparse-fusion / wavefront
+schedule: float64 ILU(0) 2.63 / 3.42 against 3.01 / 3.44, IC(0) 1.95 / 2.33 against 2.44 / 2.49
+(cuSPARSE 3.43 / 3.47); float32 ILU(0) 2.21 / 2.93 against 2.24 / 2.68 — the wavefront schedule's
+float32 ILU(0) is 9 % slower — IC(0) 1.86 / 2.28 against 2.18 / 2.27. On the power-law graph (1M
+nodes), whose rows take their pairs as a list and have 3 steps at the median, two stages were
+slower: ILU(0) 1.65 / 1.53 against 1.41 / 1.29, IC(0) 1.21 / 1.29 against 1.06 / 1.06 (a version
+that divided in the late stage's steps, staged_ab_try2_*); so only rows that take a grid stage
+their steps. The tries before the kept kernel are in the same files (try1–try3): the late stage
+dividing instead of taking reciprocals made the 27-point ILU(0) 3.17 against 3.23 ms in one
+process, and zeroing what the first stage does not await in a one-row block made float32
+ILU(0) 2.83 ms against the kept kernel's 2.21 in a fresh process of each."""
+
+
+def stages_steps(run, W) -> bool:
+    """_syncfree's STAGED: a factor pair's held rows on the dataflow executor (DATA) take the
+    steps before their first late one (sparse_rows.late_steps) as soon as what those read is
+    there, not after every row they read. A row's critical path then holds the steps from its
+    late one on, not all of them: on the 27-point grid 5 of an interior row's 13. Only where some
+    held row has steps on both sides (the plan says), not for held_in_one_pass's rows, whose
+    steps run at once, and only for rows that take their pairs as a grid (STAGED_STEPS)."""
+    return (STAGED_STEPS and run.data and bool(W) and run.plan[3] and not held_in_one_pass(run.tables, W)
+            and rows.grid_layout(run.tables.held_shape))
 
 
 def held_in_one_pass(tables, W) -> bool:
@@ -992,7 +1030,7 @@ def held_in_one_pass(tables, W) -> bool:
 def _run_syncfree(run, val, vec, own=None):
     """The flag executor's launch; with `own` (a factor pair's DATA mode, _syncfree) VAL and VEC's
     outputs hold the sentinel where they are still to be written, and `own` A's values."""
-    blocks, sdev, fused = run.plan
+    blocks, sdev, fused, _ = run.plan
     if blocks == 0:
         return
     data = own is not None       # no flags: only the ticket counter
@@ -1002,11 +1040,11 @@ def _run_syncfree(run, val, vec, own=None):
     _launch_claimed(_syncfree, run, blocks,
                     (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
                      *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
-                     run.tables.n1),
+                     sdev["late"], run.tables.n1),
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                          WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                          DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
-                         num_warps=run.num_warps))
+                         STAGED=stages_steps(run, W), num_warps=run.num_warps))
 
 
 def _data_buffers(run, vector):
