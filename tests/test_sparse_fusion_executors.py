@@ -1355,6 +1355,85 @@ def test_step_bits_refuse_pairs_out_of_order():
     with pytest.raises(AssertionError, match="not listed in the order of their entries"):
         rows.step_bits(t.n1, t.ent_ptr, t.ent_val, t.upd_ptr, upd_a, t.fac_ptr)
 
+def _late_by_loop(t, level):
+    """late_steps by its definition, row by row: the first step whose other row lies one level
+    below the row, else the row's number of steps."""
+    want = np.zeros(t.n1, np.int32)
+    cols = t.factor_pattern[1]
+    for i in range(t.n1):
+        e0, e1 = int(t.ent_ptr[i]), int(t.ent_ptr[i + 1])
+        want[i] = e1 - e0
+        for s, e in enumerate(range(e0, e1)):
+            k = int(cols[t.ent_val[e]])
+            if k < i and level[k] == level[i] - 1:
+                want[i] = s
+                break
+    return want
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 80), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS))
+def test_late_steps_property(gen, size, seed, pair):
+    """late_steps against its definition on every generator, size and seed, from the joint DAG's
+    levels (what t3's plan passes) — the factor rows' levels there are the factor's own."""
+    mats = operands(pair, matrix(gen, size, seed))
+    t = rows.row_tables(pair, *mats)
+    level = sd.wavefront_levels(sd.joint_dag(pair, *mats))
+    kernel = {"spilu0_sptrsv": "spilu0", "spic0_sptrsv": "spic0"}[pair]
+    assert np.array_equal(level[:t.n1], sd.wavefront_levels(sd.kernel_dag(kernel, mats[0])))
+    got = rows.late_steps(t.n1, t.ent_ptr, t.ent_val, t.factor_pattern[1], level)
+    assert got.dtype == np.int32 and np.array_equal(got, _late_by_loop(t, level))
+
+
+def test_late_steps_of_the_27_point_grid():
+    """An interior row of the 27-point grid has 13 steps (ILU(0); IC(0) a 14th, the diagonal),
+    and the first whose row lies one level below is its 9th, (+1, +1, −1): the rows at (±1, ±1, −1)
+    and (0, 0, −1) … lie 1 to 7 levels below (level x + 2y + 4z, natural order). On the 7-point
+    grid every lower neighbour lies one level below: the first step is late."""
+    for pair, steps in (("spilu0_sptrsv", 13), ("spic0_sptrsv", 14)):
+        mats = operands(pair, sm.poisson3d(6, points=27))
+        t = rows.row_tables(pair, *mats)
+        late = rows.late_steps(t.n1, t.ent_ptr, t.ent_val, t.factor_pattern[1],
+                               sd.wavefront_levels(sd.joint_dag(pair, *mats)))
+        inner = np.array([x + 6 * y + 36 * z for x in range(1, 5) for y in range(1, 5) for z in range(1, 5)])
+        assert (np.diff(t.ent_ptr)[inner] == steps).all() and (late[inner] == 8).all()
+        mats = operands(pair, sm.poisson3d(6))
+        t = rows.row_tables(pair, *mats)
+        late = rows.late_steps(t.n1, t.ent_ptr, t.ent_val, t.factor_pattern[1],
+                               sd.wavefront_levels(sd.joint_dag(pair, *mats)))
+        assert (late[1:] == 0).all()
+
+
+@pytest.mark.parametrize("name,pair,staged", [("poisson3d_27", "spilu0_sptrsv", True),
+                                              ("poisson3d_27", "spic0_sptrsv", True),
+                                              ("poisson3d", "spilu0_sptrsv", False),
+                                              ("poisson2d", "spic0_sptrsv", False),
+                                              ("powerlaw_laplacian", "spilu0_sptrsv", False)])
+def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
+    """The dataflow executor stages held rows' steps (stages_steps) where the rows take a grid and
+    some row has steps on both sides of its first late one — the 27-point grid — and not on the
+    5- and 7-point grids (every first step is late) or the power-law graph (a list); the flag
+    executor never. Staged or not, both schedules give t0's results, and so does the same plan
+    with STAGED_STEPS off."""
+    mats = operands(pair, matrix(name, 36 if name == "poisson2d" else 64, 2))
+    b = np.random.default_rng(_seed("staged", name, pair)).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, "float64", ("staged", name, pair))
+    v = _vector(b, "float64")
+    for kind in ("sparse_fusion", "wavefront"):
+        s = fs.inspect(pair, *mats, kind=kind)
+        for executor in ("dataflow", "syncfree"):
+            run = t3.prepare(pair, *mats, like=v, schedule=s, executor=executor)
+            W = run.tables.held(run.block_rows)[0]
+            assert t3.stages_steps(run, W) == (staged and executor == "dataflow"), (kind, executor)
+            _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}")
+            if t3.stages_steps(run, W):
+                monkeypatch.setattr(t3, "STAGED_STEPS", False)
+                assert not t3.stages_steps(run, W)
+                _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}, one stage")
+                monkeypatch.setattr(t3, "STAGED_STEPS", True)
+
+
 def _check_spans(t, share):
     """held_spans' promises on the tables t, built at HOLD_SHARE = share: a held row holds its
     entries up to the last one its steps touch (every step entry and pair target of the row lies

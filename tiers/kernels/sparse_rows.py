@@ -26,7 +26,9 @@ not the rest of its upper part (u_ij = a_ij there), so a row holds a prefix of i
 finds its pairs' entries in the row by one-hot masks, or, where rows have many pairs (the
 27-point stencil's), reads them from a grid of operands gathered before the steps (GRID_WORK). The
 rare rows whose shape lies outside what nearly all rows need walk in memory beside them
-(HOLD_SHARE).
+(HOLD_SHARE). Where the rows a row reads finish at different times — on the 27-point grid they
+lie 1 to 7 levels below it — the values-as-flags executor runs the steps before the first late
+one as soon as their own operands are there (late_steps, held_finish's STAGED).
 
 VAL is one buffer holding the values of every matrix of the pair (or the factor being computed)
 and VEC one buffer holding the input vector and both outputs, so an iteration of either kernel

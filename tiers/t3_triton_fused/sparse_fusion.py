@@ -99,7 +99,9 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   faster and the 3D ones 1.1–1.3×, but not then the 27-point ones, whose rows' steps set the
   time; since those rows take their operands as a grid (sparse_rows.GRID_WORK) it does, and
   executor=None keeps flags only for held rows heavier still (DATA_HELD_WORK); where rows walk
-  it does not fuse rows unless asked (fuses_rows).
+  it does not fuse rows unless asked (fuses_rows). Such a row runs its steps in two stages
+  (STAGED_STEPS, stages_steps): those before its first step that reads a row one level below
+  it, as soon as what they read is there, then the rest.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
