@@ -1387,10 +1387,10 @@ def test_late_steps_property(gen, size, seed, pair):
 
 
 def test_late_steps_of_the_27_point_grid():
-    """An interior row of the 27-point grid has 13 steps (ILU(0); IC(0) a 14th, the diagonal),
-    and the first whose row lies one level below is its 9th, (+1, +1, −1): the rows at (±1, ±1, −1)
-    and (0, 0, −1) … lie 1 to 7 levels below (level x + 2y + 4z, natural order). On the 7-point
-    grid every lower neighbour lies one level below: the first step is late."""
+    """An interior row of the 27-point grid has 13 steps (ILU(0); IC(0) a 14th, the diagonal), its
+    lower neighbours lie 1 to 7 levels below it (level x + 2y + 4z, natural order), and the first
+    that lies one level below is its 9th, (+1, +1, −1). On the 7-point grid every lower neighbour
+    lies one level below: the first step is late."""
     for pair, steps in (("spilu0_sptrsv", 13), ("spic0_sptrsv", 14)):
         mats = operands(pair, sm.poisson3d(6, points=27))
         t = rows.row_tables(pair, *mats)

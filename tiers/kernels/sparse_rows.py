@@ -1081,10 +1081,11 @@ def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
     wavefront levels, of the joint DAG or the factor's own: the same for factor rows). Those rows
     finish last; the steps before the first of them read rows finished a level or more earlier,
     and held_finish's STAGED runs them while the late rows are still at work. A row without such
-    a step (none without steps below the diagonal) gets its number of steps: all in the first
-    stage. On the 27-point grid the first late step of an interior row is its 9th of 13 (the
-    rows at offsets (±1, ±1, −1) and (0, 0, −1) lie 1 to 7 levels below); on the 5- and 7-point
-    grids every lower neighbour lies one level below, so it is the first."""
+    a step (only a row with no step below the diagonal has none) gets its number of steps: all
+    in the first stage. On the 27-point grid an interior row's 13 lower neighbours lie 1 to 7
+    levels below it (level x + 2y + 4z in natural order), and its first late step is its 9th, the
+    row at (+1, +1, −1); on the 5- and 7-point grids every lower neighbour lies one level below,
+    so it is the first."""
     n1 = int(n1)
     srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
