@@ -122,6 +122,12 @@ def _div(a, b):
 
 
 @triton.jit
+def _recip(x):
+    """1 / x, rounded as _div rounds."""
+    return _div(tl.full(x.shape, 1.0, x.dtype), x)
+
+
+@triton.jit
 def _sqrt(a):
     if a.dtype == tl.float32:
         return tl.sqrt_rn(a)
@@ -729,7 +735,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         busy = tl.max(pm.to(tl.int32), 1) > 0              # lanes with steps: the others' late is no bound
         piv = vec_await_entries(piv, VAL + aux, aux, pm & first, 0, SENT, NAP)
         ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)
-        rp = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)
+        rp = _recip(piv)
         ext1 = ext
         if late.shape[0] > 1:          # what is not awaited yet as 0 and 1: a lane whose own step s
             ext1 = tl.where(first_x, ext, 0.0)   # comes later still meets s in the loop, and
@@ -742,8 +748,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
         if GRID:
             ext = tl.permute(ext, (2, 1, 0))
-        w = held_steps(w, ext, _div(tl.full(piv.shape, 1.0, piv.dtype), piv), pm & ~first, loc, mine,
-                       tl.min(tl.where(busy, late, S), 0), looped, FACTOR, W, S, C, True, APART)
+        w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine, tl.min(tl.where(busy, late, S), 0), looped,
+                       FACTOR, W, S, C, True, APART)
     else:
         if DATA:
             piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
@@ -751,7 +757,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         if GRID:
             ext = tl.permute(ext, (2, 1, 0))                   # [R, S, W]
         if RECIP:
-            piv = _div(tl.full(piv.shape, 1.0, piv.dtype), piv)      # from here on, the pivots' reciprocals
+            piv = _recip(piv)                                  # from here on, the pivots' reciprocals
         w = held_steps(w, ext, piv, pm, loc, mine, 0, looped, FACTOR, W, S, C, RECIP, APART)
     if FACTOR == 2:
         diag = sm & (aux < 0)

@@ -976,11 +976,12 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     fused = fuse is not None and bool((fuse >= 0).any())
     blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
     late, staged = np.zeros(1, dtype=np.int32), False
-    if tables.factor:
+    W = tables.held(R)[0]
+    if tables.factor and W and rows.grid_layout(tables.held_shape) and not held_in_one_pass(tables, W):
         n1 = tables.n1
         late = rows.late_steps(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1], _joint(schedule, mats)[1])
-        looped = np.diff(tables.ent_ptr[:n1 + 1]) - (1 if tables.factor == rows.IC else 0)
-        staged = bool(((tables.hold_len > 0) & (late > 0) & (late < looped)).any())
+        # a row with a late step after its first (IC(0)'s diagonal step is never late)
+        staged = bool(((tables.hold_len > 0) & (late > 0) & (late < np.diff(tables.ent_ptr[:n1 + 1]))).any())
     host = {"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
             "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32),
             "fuse": (fuse if fused else np.full(1, -1)).astype(np.int32),
@@ -1009,11 +1010,11 @@ def stages_steps(run, W) -> bool:
     """_syncfree's STAGED: a factor pair's held rows on the dataflow executor (DATA) take the
     steps before their first late one (sparse_rows.late_steps) as soon as what those read is
     there, not after every row they read. A row's critical path then holds the steps from its
-    late one on, not all of them: on the 27-point grid 5 of an interior row's 13. Only where some
-    held row has steps on both sides (the plan says), not for held_in_one_pass's rows, whose
-    steps run at once, and only for rows that take their pairs as a grid (STAGED_STEPS)."""
-    return (STAGED_STEPS and run.data and bool(W) and run.plan[3] and not held_in_one_pass(run.tables, W)
-            and rows.grid_layout(run.tables.held_shape))
+    late one on, not all of them: on the 27-point grid 5 of an interior row's 13. Where the plan
+    says so (_syncfree_plan): held rows that take their pairs as a grid (STAGED_STEPS), not
+    held_in_one_pass's, whose steps run at once, and some with steps on both sides of their
+    late one; only then does it compute and upload the late steps."""
+    return STAGED_STEPS and run.data and bool(W) and run.plan[3]
 
 
 def held_in_one_pass(tables, W) -> bool:
