@@ -22,6 +22,7 @@ from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
 from tiers.tolerances import assert_close
+from tiers.validation import interpreting
 
 PAIRS = registry.ALGORITHMS["sparse_fusion"].entries
 DTYPES = ("float64", "float32")
@@ -1432,6 +1433,25 @@ def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
                 assert not t3.stages_steps(run, W)
                 _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}, one stage")
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
+
+
+@pytest.mark.parametrize("name,pair,grid", [("poisson3d_27", "spilu0_sptrsv", True),
+                                            ("poisson3d_27", "spic0_sptrsv", True),
+                                            ("poisson3d", "spilu0_sptrsv", False),
+                                            ("poisson2d", "spic0_sptrsv", False),
+                                            ("powerlaw_laplacian", "spilu0_sptrsv", False)])
+def test_register_cap_rule(name, pair, grid):
+    """The dataflow executor caps its factor kernel's registers (register_cap) where held rows take
+    their pairs as a grid — the 27-point grid — at GRID_REGISTERS of the factor, and nowhere else;
+    the flag executor never. The interpreter gets no cap (it compiles nothing)."""
+    mats = operands(pair, matrix(name, 36 if name == "poisson2d" else 64, 2))
+    v = _vector(np.random.default_rng(_seed("cap", name, pair)).standard_normal(mats[0].shape[0]), "float64")
+    for executor in ("dataflow", "syncfree"):
+        run = t3.prepare(pair, *mats, like=v, executor=executor)
+        W = run.tables.held(run.block_rows)[0]
+        want = t3.GRID_REGISTERS[run.tables.factor] if grid and executor == "dataflow" else 0
+        assert t3.register_cap(run.tables, W, run.data) == want, executor
+        assert t3._cap(run.tables, W, run.data) == ({} if interpreting() or not want else {"maxnreg": want})
 
 
 def _check_spans(t, share):

@@ -1030,6 +1030,36 @@ def held_in_one_pass(tables, W) -> bool:
     return bool(W) and tables.factor == rows.IC and tables.steps_apart
 
 
+GRID_REGISTERS = {rows.ILU: 128, rows.IC: 96}
+"""Registers a thread of the dataflow executor's factor kernel may hold (ptxas' maxnreg, by factor)
+where held rows take their pairs as a grid (register_cap: the 27-point grid's). There one program
+runs each one-row block, and on the wide middle levels the SM's slots bound the rate: a block
+holds its slot about 12 µs (its tables' six dependent loads 4 µs, the awaits and steps 7, the
+fused solve 1) while a level takes 8 µs (1 000 rows a level, 1 584 slots at 145 registers: 12
+one-warp programs an SM) — per-block %globaltimer stamps on the H200, 2026-12-01,
+figures/data/clk_probe_*. The caps are the fewest registers that let an SM hold more programs
+(16 at 128, 20 at 96) with nothing spilled when Triton 3.6 compiles these kernels for sm_90
+(ILU(0) spills from 112 down, IC(0) not at 96). Measured on an H200 (2026-12-01, A/B in one
+process, caps rotated through 5 rounds with the uncapped kernel twice, every output checked
+first, figures/data/maxnreg_rot_ab_*), 27-point 64³, medians in ms, uncapped (twice) → 128 → 96:
+float64 sparse-fusion schedule ILU(0) 2.98 / 2.99 → 2.98 → 3.39, IC(0) 2.01 / 2.02 → 1.99 → 1.93;
+wavefront ILU(0) 3.63 / 3.64 → 3.35 → 3.86, IC(0) 2.55 / 2.61 → 2.60 → 2.39; float32
+sparse-fusion ILU(0) 2.43 / 2.31 → 2.18 → 2.22, IC(0) 1.75 / 1.77 → 1.79 → 1.64 (80: 1.57, not
+taken: 1.97 / 2.43 ms against 96's 1.93 / 2.39 in float64). The 3D and 2D grids' kernels (rows
+as lists) move within the run-to-run spread (3D ILU(0) 1.11 → 1.05, IC(0) 1.16 → 1.14, 2D IC(0)
+2.70 → 2.56 at 128, with rounds 0.83–1.13 ms on the 3D ILU(0)), so they keep ptxas' choice.
+The slots do not explain everything: the sparse-fusion ILU(0) holds 16 programs an SM at 128 and
+is no faster, and why was not found (its blocks' stamps were not taken capped)."""
+
+
+def register_cap(tables, W, data) -> int:
+    """GRID_REGISTERS' cap for a factor pair run by the dataflow executor (`data`, _syncfree's DATA)
+    whose held rows (W > 0) take their pairs as a grid; else 0, ptxas' own choice."""
+    if not data or not W or not tables.factor or not rows.grid_layout(tables.held_shape):
+        return 0
+    return GRID_REGISTERS.get(tables.factor, 0)
+
+
 def _run_syncfree(run, val, vec, own=None):
     """The flag executor's launch; with `own` (a factor pair's DATA mode, _syncfree) VAL and VEC's
     outputs hold the sentinel where they are still to be written, and `own` A's values."""
@@ -1047,7 +1077,13 @@ def _run_syncfree(run, val, vec, own=None):
                     dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                          WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                          DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
-                         STAGED=stages_steps(run, W), num_warps=run.num_warps))
+                         STAGED=stages_steps(run, W), num_warps=run.num_warps, **_cap(run.tables, W, data)))
+
+
+def _cap(tables, W, data) -> dict:
+    """register_cap as a launch option; none in the interpreter, which compiles nothing."""
+    cap = 0 if interpreting() else register_cap(tables, W, data)
+    return {"maxnreg": cap} if cap else {}
 
 
 def _data_buffers(run, vector):
