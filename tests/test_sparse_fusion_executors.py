@@ -1454,6 +1454,28 @@ def test_register_cap_rule(name, pair, grid):
         assert t3._cap(run.tables, W, run.data) == ({} if interpreting() or not want else {"maxnreg": want})
 
 
+@pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
+def test_factor_calls_keep_their_outputs(pair):
+    """A prepared factor pair called three times with two vectors returns each call's own results:
+    on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA graph
+    (replays_graph) whose buffers every call rewrites, so what it returns must be copies. In the
+    interpreter every call runs eagerly."""
+    mats = operands(pair, matrix("poisson3d_27", 64, 2))
+    rng = np.random.default_rng(_seed("graph", pair))
+    bs = [rng.standard_normal(mats[0].shape[0]) for _ in range(2)]
+    refs = [_reference(pair, mats, b, "float64", ("graph", pair, i)) for i, b in enumerate(bs)]
+    run = t3.prepare(pair, *mats, like=_vector(bs[0], "float64"), executor="dataflow")
+    assert t3.replays_graph(run) == (DEVICE == "cuda")
+    first = run(_vector(bs[0], "float64"))
+    assert run.graph is None
+    second = run(_vector(bs[1], "float64"))
+    third = run(_vector(bs[0], "float64"))
+    assert (run.graph is not None) == (DEVICE == "cuda")
+    _check(first, refs[0], pair, mats, "float64", "first call, after the others")
+    _check(second, refs[1], pair, mats, "float64", "second call, after the third")
+    _check(third, refs[0], pair, mats, "float64", "third call")
+
+
 def _check_spans(t, share):
     """held_spans' promises on the tables t, built at HOLD_SHARE = share: a held row holds its
     entries up to the last one its steps touch (every step entry and pair target of the row lies

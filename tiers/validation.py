@@ -364,14 +364,20 @@ def factor_breakdown(kind: str, row: int, pivot) -> ValueError:
                       "(the incomplete Cholesky factor does not exist for this matrix)")
 
 
+def unusable_pivots(kind: str, pivots):
+    """Which pivots (a torch tensor) stop a factorisation: zero or non-finite for ILU(0), not
+    positive or non-finite for IC(0) — check_factor_pivots' test, without reading it back."""
+    import torch
+
+    return ~torch.isfinite(pivots) | ((pivots == 0) if kind == "ilu0" else ~(pivots > 0))
+
+
 def check_factor_pivots(kind: str, pivots):
     """Raise factor_breakdown for the lowest row whose pivot (a torch tensor, one per row) is
     unusable — zero or non-finite for ILU(0), not positive or non-finite for IC(0). Tiers that
     factor many rows at once check after the factorisation (one device-to-host read); the lowest
     bad row is the one a row-by-row factorisation stops at, later bad pivots descend from it."""
-    import torch
-
-    bad = ~torch.isfinite(pivots) | ((pivots == 0) if kind == "ilu0" else ~(pivots > 0))
+    bad = unusable_pivots(kind, pivots)
     if bool(bad.any()):
         i = int(bad.nonzero()[0, 0])
         raise factor_breakdown(kind, i, float(pivots[i]))

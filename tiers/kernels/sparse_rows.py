@@ -1236,15 +1236,21 @@ def _factor_index(tables) -> dict:
             zip(("pivot_at", "factor_indptr", "factor_indices"), (tables.pivot_at, *tables.factor_pattern))}
 
 
-def results(tables, dev, val, vec):
+def pivot_kind(tables) -> str:
+    """The factorisation whose pivots check_factor_pivots judges: "ilu0" or "ic0"."""
+    return "ilu0" if tables.factor == ILU else "ic0"
+
+
+def results(tables, dev, val, vec, checked=False):
     """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
     the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
     and its pivots are checked before (one device-to-host read): a kernel cannot raise, so a
     breakdown is reported here, for the lowest row where it happened — the row t0 stops at
-    (later bad pivots descend from it)."""
+    (later bad pivots descend from it). `checked`: the caller has checked them (t3's graphs)."""
     n = tables.n1
     outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:
         return outs
-    check_factor_pivots("ilu0" if tables.factor == ILU else "ic0", val[dev["pivot_at"]])
+    if not checked:
+        check_factor_pivots(pivot_kind(tables), val[dev["pivot_at"]])
     return (torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n)),) + outs

@@ -184,7 +184,7 @@ from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum,
                                        vec_await_at, vec_await_entries, vec_look_at)
-from tiers.validation import interpreting, validate_sparse_fusion
+from tiers.validation import check_factor_pivots, interpreting, unusable_pivots, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
 BLOCK_ROWS = {"syncfree": 16, "chains": 4, "segments": 4}
@@ -1100,6 +1100,61 @@ def _data_buffers(run, vector):
     W = run.tables.held(run.block_rows)[0]
     own = run.values.clone() if (W == 0 or run.tables.walks) else run.values
     return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
+
+
+GRAPHS = True
+"""A factor pair's call on the dataflow executor replays a CUDA graph of its launches (replays_graph,
+_graphed). Such a call must read its pivots back before it returns (a breakdown raises there), so
+the host's work before the next call's kernel cannot overlap the GPU's: per call, the buffers'
+clone and fill, two Triton launches and the pivot test's eight small kernels. On the H200
+(2026-12-01, torch.profiler, figures/data/prof_call_*) the 3D grid's ILU(0) call took 1.06 ms
+around a 0.68 ms kernel: 0.23 ms from the pivots' read to the next kernel's start, 0.06 ms of
+pivot test after it. Replayed, a call is one copy of the input, the graph, one read and the
+outputs' clones, which the host queues while the graph runs."""
+
+
+def replays_graph(run) -> bool:
+    """Whether this Prepared's calls after its first replay a CUDA graph (GRAPHS): a factor pair on
+    the dataflow executor, on a CUDA device, one program per block (a cooperative launch, which
+    striding programs take, is not captured)."""
+    return (GRAPHS and run.data and run.values.device.type == "cuda" and not interpreting()
+            and run.programs_per_sm == 0)
+
+
+class _Graph(NamedTuple):
+    graph: object              # torch.cuda.CUDAGraph
+    vector: torch.Tensor       # the input it reads: each call copies its vector here
+    val: torch.Tensor          # the factor it writes
+    vec: torch.Tensor          # the vectors it writes
+    bad: torch.Tensor          # whether some pivot stops the factorisation (unusable_pivots)
+
+
+def _graphed(run, vector):
+    """A factor pair's call by replaying its graph, captured by the second call: the first runs
+    eagerly, which builds the sentinel template and compiles the kernels (neither can be
+    captured), and a pair function, which prepares for one call, captures nothing. The outputs
+    are cloned from the graph's buffers, which the next call overwrites."""
+    if run.graph is None:
+        run.graph = _capture(run, vector)
+    g = run.graph
+    g.vector.copy_(vector)
+    g.graph.replay()
+    if bool(g.bad):                        # the one read back, as rows.results does it
+        check_factor_pivots(rows.pivot_kind(run.tables), g.val[run.dev["pivot_at"]])
+    return rows.results(run.tables, run.dev, g.val.clone(), g.vec.clone(), checked=True)
+
+
+def _capture(run, vector):
+    static = vector.clone()
+    torch.cuda.synchronize(vector.device)
+    graph = torch.cuda.CUDAGraph()
+    # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
+    # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
+    with torch.cuda.graph(graph), buffers.poisoned(False):
+        val, own, vec = _data_buffers(run, static)
+        _run_syncfree(run, val, vec, own)
+        bad = unusable_pivots(rows.pivot_kind(run.tables), val[run.dev["pivot_at"]]).any()
+    return _Graph(graph, static, val, vec, bad)
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -2374,6 +2429,8 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
+            self.graph = None                   # the call as a CUDA graph, captured by the second (_graphed)
+            self.eager_calls = 0
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
@@ -2388,6 +2445,9 @@ class Prepared:
     def __call__(self, vector):
         if self.data:
             rows.check_vector(self.tables, vector, self.values)
+            if self.graph is not None or (self.eager_calls and replays_graph(self)):
+                return _graphed(self, vector)
+            self.eager_calls += 1
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.dev, val, vec)
