@@ -1049,7 +1049,11 @@ taken: 1.97 / 2.43 ms against 96's 1.93 / 2.39 in float64). The 3D and 2D grids'
 as lists) move within the run-to-run spread (3D ILU(0) 1.11 → 1.05, IC(0) 1.16 → 1.14, 2D IC(0)
 2.70 → 2.56 at 128, with rounds 0.83–1.13 ms on the 3D ILU(0)), so they keep ptxas' choice.
 The slots do not explain everything: the sparse-fusion ILU(0) holds 16 programs an SM at 128 and
-is no faster, and why was not found (its blocks' stamps were not taken capped)."""
+is no faster. Stamped with the caps (figures/data/clk_probe_capped_*), its rows no longer start
+after their operands are written (1.4 % of them against 20 %), but a row's waits and steps take
+longer (first-stage steps and late wait 5.7 µs against 3.3, tables 4.6 against 4.0), and a level
+still takes 6.0 µs on average: what is left is the hop of 4–5 µs from a row's latest predecessor's
+store to its own."""
 
 
 def register_cap(tables, W, data) -> int:
@@ -1110,7 +1114,12 @@ clone and fill, two Triton launches and the pivot test's eight small kernels. On
 (2026-12-01, torch.profiler, figures/data/prof_call_*) the 3D grid's ILU(0) call took 1.06 ms
 around a 0.68 ms kernel: 0.23 ms from the pivots' read to the next kernel's start, 0.06 ms of
 pivot test after it. Replayed, a call is one copy of the input, the graph, one read and the
-outputs' clones, which the host queues while the graph runs."""
+outputs' clones, which the host queues while the graph runs. Measured on the H200 (2026-12-01, A/B
+in one process, three runners on one plan — the graph, eager, eager again — 5 rotated rounds,
+every output checked first, figures/data/graph_ab_*), ms: 3D ILU(0) 0.917 against 0.934 / 0.936,
+IC(0) 0.920 against 1.090 / 1.097; 27-point ILU(0) 2.69 against 2.87 / 2.87; 2D IC(0) 2.56
+against 2.87 / 2.83; power-law ILU(0) 1.30 against 1.33 / 1.31. The 3D call still spends about
+0.23 ms beside its kernel: the factor's clones in and out, the pivot test."""
 
 
 def replays_graph(run) -> bool:
@@ -1145,6 +1154,7 @@ def _graphed(run, vector):
 
 
 def _capture(run, vector):
+    """_Graph of one call's launches (none run here), reading a copy of `vector`."""
     static = vector.clone()
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
