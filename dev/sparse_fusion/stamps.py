@@ -1,0 +1,287 @@
+"""Per-block clock stamps of t3's factor-pair kernel: where a row's time goes.
+
+A developer's probe, not package code; it needs a CUDA GPU (inline PTX reads %globaltimer, which
+Triton's interpreter cannot run). It copies t3's `_syncfree` and `sparse_rows.held_finish` from
+the package, adds six stamps a block — T0 claimed, T1 tables read, T2 first-stage operands there,
+T3 late operands there, T4 factor row stored, T5 block done — writes the copy to a temporary
+module, launches it on the package's own plan and buffers, and relates each block to its
+latest-finishing predecessor in the joint DAG. The copy is made by text substitution: when the
+package's kernels change, the anchors may need to follow (an AssertionError names the one).
+
+    python dev/sparse_fusion/stamps.py OUTDIR matrix:size:pair:schedule[:programs_per_sm],...
+
+e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Writes OUTDIR/stamps.json (per case: the
+package's and the stamped kernel's ms, percentiles in µs of every segment, of the start and
+finish relative to the block's latest predecessor, and the same along the critical path) and
+OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). Data of 2026-12-01 (H200):
+figures/data/clk_probe_*.
+"""
+import inspect
+import json
+import os
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+import torch
+
+from tiers import fusion_schedules as fs
+from tiers.bench import sparse_fusion as bench
+from tiers.kernels import sparse_rows as rows
+from tiers.t3_triton_fused import sparse_fusion as sf
+
+
+def _source(fn):
+    return textwrap.dedent(inspect.getsource(fn.fn))
+
+
+def sub(s, old, new):
+    assert old in s, f"the package's kernel changed; anchor not found: {old[:80]!r}"
+    return s.replace(old, new, 1)
+
+
+def stamped_module():
+    """The stamped copy of _syncfree (`_syncfree_clk`: one more argument, CLK, after N_IN; eight
+    int64 a block) and of held_finish, imported from a temporary module."""
+    sfree = _source(sf._syncfree)
+    hf = _source(rows.held_finish)
+    # held_finish: return the stamps after the first and the second awaits
+    hf = sub(hf, "def held_finish(", "def held_finish_clk(")
+    hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n",
+             "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n"
+             "        c2 = _gt(_dep(piv) + _dep(ext))\n")
+    hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:\n            ext = tl.permute(ext, (2, 1, 0))\n        w = held_steps(w, ext, _recip(piv)",
+             "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (2, 1, 0))\n        w = held_steps(w, ext, _recip(piv)")
+    hf = sub(hf, "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:",
+             "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n        if GRID:")
+    hf = sub(hf, "    tl.store(VAL + at, w, mask=inrow)\n    return w", "    tl.store(VAL + at, w, mask=inrow)\n    return w, c2, c3")
+
+    s = sub(sfree, "def _syncfree(", "def _syncfree_clk(")
+    s = sub(s, "LATE, N_IN,", "LATE, N_IN, CLK,")
+    s = sub(s, "    while t < N_BLK:\n", "    while t < N_BLK:\n        c0 = _gt(t)\n        c1 = c0\n        c2 = c0\n        c3 = c0\n        c4 = c0\n")
+    s = sub(s, "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n",
+            "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n"
+            "            c1 = _gt(_dep(other) + _dep(aux) + _dep(row0))\n")
+    s = sub(s, "            w = held_finish(w_at,", "            w, c2, c3 = held_finish_clk(w_at,")
+    s = sub(s, "                            SENT, NAP, APART, late, STAGED)\n",
+            "                            SENT, NAP, APART, late, STAGED)\n            c4 = _gt(_dep(w))\n")
+    s = sub(s, "                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two_held)\n",
+            "                xs = held_solve(w, x_at, x_j, b2, d_loc, W)\n                tl.store(VEC + dst2, xs, mask=two_held)\n"
+            "")
+    s = sub(s, "        if not DATA:\n            tl.debug_barrier()             # every thread's stores issued",
+            "        c5 = _gt(c0.to(tl.int32))\n        base = CLK + t.to(tl.int64) * 8\n"
+            "        tl.store(base + 0, c0)\n        tl.store(base + 1, c1)\n        tl.store(base + 2, c2)\n"
+            "        tl.store(base + 3, c3)\n        tl.store(base + 4, c4)\n        tl.store(base + 5, c5)\n"
+            "        tl.store(base + 6, _smid(c0.to(tl.int32)).to(tl.int64))\n"
+            "        if not DATA:\n            tl.debug_barrier()             # every thread's stores issued")
+
+    folder = tempfile.mkdtemp(prefix="tiers_stamps_")
+    with open(os.path.join(folder, "tiers_stamped.py"), "w") as f:
+        f.write(HEAD + hf + "\n\n" + s)
+    sys.path.insert(0, folder)
+    import tiers_stamped
+    return tiers_stamped
+
+
+HEAD = '''"""generated by dev/sparse_fusion/stamps.py"""
+import triton
+import triton.language as tl
+from tiers.t3_triton_fused import sparse_fusion as _sf
+from tiers.kernels import sparse_rows as _rows
+globals().update({k: v for k, v in vars(_rows).items() if not k.startswith("__")})
+globals().update({k: v for k, v in vars(_sf).items() if not k.startswith("__")})
+
+
+@triton.jit
+def _gt(dep):
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [dep], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _smid(dep):
+    return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _dep(x):
+    """a scalar int32 that exists only once every element of x is there"""
+    if x.dtype.is_floating():
+        return (tl.sum(tl.ravel(x).to(tl.float32)) == 1.2345e-7).to(tl.int32)
+    else:
+        return (tl.sum(tl.ravel(x).to(tl.int32)) == -123457).to(tl.int32)
+
+
+'''
+
+
+CK = None       # the stamped module, made by main
+
+
+def clk_args(run, val, vec, own):
+    blocks, sdev, fused, _ = run.plan
+    sync = sf._fresh_ticket(val.device, run.claim)
+    W, S, C = run.tables.held(run.block_rows)
+    clk = torch.zeros(blocks * 8, dtype=torch.int64, device=val.device)
+    args = (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
+            *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own, sdev["late"], run.tables.n1, clk)
+    meta = dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=sf.CHUNK, DEPS=sf.DEPS,
+                WIDE=run.tables.wide(sf.CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
+                DATA=True, SENT=sf.SENTINEL[val.dtype], APART=sf.held_in_one_pass(run.tables, W),
+                STAGED=sf.stages_steps(run, W), num_warps=run.num_warps, **sf._cap(run.tables, W, True))
+    return args, meta, clk
+
+
+def call_clk(run, v, keep):
+    rows.check_vector(run.tables, v, run.values)
+    val, own, vec = sf._data_buffers(run, v)
+    args, meta, clk = clk_args(run, val, vec, own)
+    saved = run.resident
+    run.resident = getattr(run, "resident_clk", None)
+    sf._launch_claimed(CK._syncfree_clk, run, run.plan[0], args, meta)
+    run.resident_clk, run.resident = run.resident, saved
+    keep.append(clk)
+    return rows.results(run.tables, run.dev, val, vec)
+
+
+def pct(x):
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return None
+    return {p: round(float(np.percentile(x, p)) / 1e3, 3) for p in (10, 50, 90)} | {"mean": round(float(x.mean()) / 1e3, 3)}
+
+
+def analyze(run, sched, mats, clk, programs):
+    blocks, sdev = run.plan[0], run.plan[1]
+    blk_ptr = sdev["blk_ptr"].cpu().numpy().astype(np.int64)
+    blk_iter = sdev["blk_iter"].cpu().numpy().astype(np.int64)
+    fuse = sdev["fuse"].cpu().numpy().astype(np.int64)
+    T = clk.cpu().numpy().reshape(blocks, 8).astype(np.int64)
+    sm_id = T[:, 6].copy()
+    T = T[:, :6]
+    T = T - T[:, 0].min()
+    dag, level = sf._joint(sched, mats)
+    n = dag.n
+    n1 = dag.n1
+    blk_of = np.full(n, -1, dtype=np.int64)
+    bb = np.repeat(np.arange(blocks), np.diff(blk_ptr))
+    blk_of[blk_iter] = bb
+    if fuse.size == n and (fuse >= 0).any():
+        f = np.nonzero(fuse >= 0)[0]
+        blk_of[fuse[f]] = blk_of[f]
+    u, w = dag.sources()
+    u = u.astype(np.int64); w = w.astype(np.int64)
+    bu, bw = blk_of[u], blk_of[w]
+    keep = (bu >= 0) & (bw >= 0) & (bu != bw)
+    u, bu, bw = u[keep], bu[keep], bw[keep]
+    done_u = np.where(u < n1, T[bu, 4], T[bu, 5])
+    order = np.lexsort((done_u, bw))
+    last = np.ones(len(order), bool)
+    last[:-1] = bw[order][1:] != bw[order][:-1]
+    pred_done = np.full(blocks, -1, dtype=np.int64)
+    argpred = np.full(blocks, -1, dtype=np.int64)
+    pred_done[bw[order][last]] = done_u[order][last]
+    argpred[bw[order][last]] = bu[order][last]
+    has = argpred >= 0
+    res = {"blocks": int(blocks), "programs": int(programs), "depth": int(level.max() + 1),
+           "span_us": round(float(T[:, 5].max()) / 1e3, 1),
+           "per_level_us": round(float(T[:, 5].max()) / 1e3 / (level.max() + 1), 3),
+           "timer_step_ns": int(np.diff(np.unique(T[:, 0]))[:100000].min()) if blocks > 1 else 0,
+           "sms_seen": int(np.unique(sm_id).size)}
+    d = lambda a, b: T[:, b] - T[:, a]
+    res["fetch_T0_T1"] = pct(d(0, 1))
+    res["await1_T1_T2"] = pct(d(1, 2))
+    res["steps1_await2_T2_T3"] = pct(d(2, 3))
+    res["steps2_store_T3_T4"] = pct(d(3, 4))
+    res["solve_T4_T5"] = pct(d(4, 5))
+    res["block_T0_T5"] = pct(d(0, 5))
+    res["start_gap_T0_minus_pred"] = pct(T[has, 0] - pred_done[has])
+    res["ready_lag_T3_minus_pred"] = pct(T[has, 3] - pred_done[has])
+    res["done_lag_T4_minus_pred"] = pct(T[has, 4] - pred_done[has])
+    res["late_start_frac"] = round(float(np.mean(T[has, 1] > pred_done[has])), 3)
+    # previous block of the same striding program
+    prev = np.arange(blocks) - programs
+    pv = prev >= 0
+    res["program_gap_T0_minus_prevT5"] = pct(T[pv, 0] - T[prev[pv], 5])
+    # critical path back from the last block to finish
+    b = int(np.argmax(T[:, 5]))
+    path = []
+    while b >= 0 and len(path) < 100000:
+        path.append(b)
+        b = int(argpred[b])
+    path = np.array(path[::-1])
+    ph = path[1:]
+    pd_ = pred_done[ph]
+    res["path"] = {
+        "hops": int(len(path)),
+        "first_start_us": round(float(T[path[0], 0]) / 1e3, 2),
+        "late_start_frac": round(float(np.mean(T[ph, 1] > pd_)), 3) if len(ph) else None,
+        "start_gap": pct(T[ph, 0] - pd_),
+        "fetch": pct(T[ph, 1] - T[ph, 0]),
+        "ready_lag_T3": pct(T[ph, 3] - pd_),
+        "await2_from_max_T2_pred": pct(T[ph, 3] - np.maximum(T[ph, 2], pd_)),
+        "steps2_store": pct(T[ph, 4] - T[ph, 3]),
+        "done_lag_T4": pct(T[ph, 4] - pd_),
+        "program_gap": pct(T[ph, 0] - np.where(ph >= programs, T[np.maximum(ph - programs, 0), 5], 0)),
+    }
+    # where the late starts come from: rows per level a program covers
+    res["levels_per_program_round"] = round(programs / (blocks / (level.max() + 1)), 2)
+    return res, T
+
+
+def main():
+    global CK
+    CK = stamped_module()
+    out_dir, cases = sys.argv[1], sys.argv[2].split(",")
+    os.makedirs(out_dir, exist_ok=True)
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    results = {"device": props.name, "torch": torch.__version__, "triton": __import__("triton").__version__,
+               "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cases": []}
+    from triton.testing import do_bench
+    saved_T = {}
+    for case in cases:
+        parts = case.split(":")
+        name, size, pair, kind = parts[0], int(parts[1]), parts[2], parts[3]
+        pps = int(parts[4]) if len(parts) > 4 else None
+        t0 = time.time()
+        A = bench.make_matrix(name, size)
+        mats = bench.operands(pair, A)
+        gen = torch.Generator().manual_seed(1)
+        v = torch.rand(A.shape[0], generator=gen, dtype=torch.float64).to(dev) + 0.5
+        sched = fs.inspect(pair, *mats, kind=kind)
+        kw = {} if pps is None else {"programs_per_sm": pps}
+        run = sf.prepare(pair, *mats, like=v, schedule=sched, executor="dataflow", **kw)
+        refs = bench.reference(pair, mats, v.cpu().numpy())
+        ok, err, msg = bench.check(run(v), refs, "float64")
+        keep = []
+        ok2, err2, msg2 = bench.check(call_clk(run, v, keep), refs, "float64")
+        base = lambda: run(v)
+        inst = lambda: call_clk(run, v, [])
+        tb, ti = [], []
+        for _ in range(3):
+            tb.append(do_bench(base, warmup=25, rep=200, return_mode="median"))
+            ti.append(do_bench(inst, warmup=25, rep=200, return_mode="median"))
+        keep.clear()
+        call_clk(run, v, keep)
+        torch.cuda.synchronize()
+        programs = sf._programs(run.plan[0], min(run.programs_per_sm, run.resident_clk or 999), dev)
+        comp = CK._syncfree_clk  # register counts
+        res, T = analyze(run, sched, mats, keep[0], programs)
+        row = {"case": case, "ok": ok, "err": err, "ok_clk": ok2, "err_clk": err2, "msg": msg or msg2,
+               "block_rows": run.block_rows, "programs_per_sm": run.programs_per_sm,
+               "resident": run.resident, "resident_clk": run.resident_clk,
+               "ms": round(float(np.median(tb)), 4), "ms_clk": round(float(np.median(ti)), 4),
+               "rounds": [round(x, 4) for x in tb], "rounds_clk": [round(x, 4) for x in ti],
+               "wall_s": round(time.time() - t0, 1), **res}
+        print(json.dumps(row), flush=True)
+        results["cases"].append(row)
+        if len(saved_T) < 3:
+            saved_T[case.replace(":", "_")] = (T // 10).astype(np.int32)   # 10-ns units
+        json.dump(results, open(os.path.join(out_dir, "stamps.json"), "w"), indent=1)
+    np.savez_compressed(os.path.join(out_dir, "stamps.npz"), **saved_T)
+
+
+if __name__ == "__main__":
+    main()
