@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
-from tests.test_sparse_fusion import factor_pattern, matrix, operands, values_of
+from tests.test_sparse_fusion import _ic0_breaks_at_3, _ilu0_breaks_at_1, factor_pattern, matrix, operands, values_of
 from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
@@ -1474,6 +1474,22 @@ def test_factor_calls_keep_their_outputs(pair):
     _check(first, refs[0], pair, mats, "float64", "first call, after the others")
     _check(second, refs[1], pair, mats, "float64", "second call, after the third")
     _check(third, refs[0], pair, mats, "float64", "third call")
+
+
+@pytest.mark.parametrize("pair,build,match", [
+    ("spic0_sptrsv", _ic0_breaks_at_3, r"IC\(0\) breaks down in row 3: pivot"),
+    ("spilu0_sptrsv", _ilu0_breaks_at_1, r"ILU\(0\) breaks down in row 1: pivot")])
+def test_breakdown_raises_on_every_call(pair, build, match):
+    """A prepared factor pair whose factorisation breaks down raises the same ValueError on every
+    call, not only the first: on CUDA the dataflow executor's calls after the first replay its
+    graph (replays_graph) and learn of the breakdown from the graph's flag."""
+    A = build()
+    v = _vector(np.random.default_rng(_seed("breaks", pair)).standard_normal(A.shape[0]), "float64")
+    run = t3.prepare(pair, A, like=v, executor="dataflow")
+    for call in range(3):
+        with pytest.raises(ValueError, match=match):
+            run(v)
+    assert (run.graph is not None) == t3.replays_graph(run) == (DEVICE == "cuda")
 
 
 def _check_spans(t, share):
