@@ -1456,11 +1456,11 @@ def test_register_cap_rule(name, pair, grid):
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 def test_factor_calls_keep_their_outputs(pair):
-    """A prepared factor pair called three times with two vectors returns each call's own results:
-    on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA graph
-    (replays_graph) whose buffers every call rewrites, so what it returns must be copies. In the
-    interpreter every call runs eagerly."""
-    mats = operands(pair, matrix("poisson3d_27", 64, 2))
+    """A prepared factor pair called with two vectors (three calls on CUDA) returns each call's own
+    results: on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA
+    graph (replays_graph) whose buffers every call rewrites, so what it returns must be copies. In
+    the interpreter every call runs eagerly, and a third call would add nothing."""
+    mats = operands(pair, matrix("poisson3d_27", 27, 2))
     rng = np.random.default_rng(_seed("graph", pair))
     bs = [rng.standard_normal(mats[0].shape[0]) for _ in range(2)]
     refs = [_reference(pair, mats, b, "float64", ("graph", pair, i)) for i, b in enumerate(bs)]
@@ -1469,11 +1469,12 @@ def test_factor_calls_keep_their_outputs(pair):
     first = run(_vector(bs[0], "float64"))
     assert run.graph is None
     second = run(_vector(bs[1], "float64"))
-    third = run(_vector(bs[0], "float64"))
     assert (run.graph is not None) == (DEVICE == "cuda")
+    if DEVICE == "cuda":
+        third = run(_vector(bs[0], "float64"))
+        _check(third, refs[0], pair, mats, "float64", "third call")
     _check(first, refs[0], pair, mats, "float64", "first call, after the others")
-    _check(second, refs[1], pair, mats, "float64", "second call, after the third")
-    _check(third, refs[0], pair, mats, "float64", "third call")
+    _check(second, refs[1], pair, mats, "float64", "second call, after the others")
 
 
 @pytest.mark.parametrize("pair,build,match", [
