@@ -1406,11 +1406,14 @@ def test_late_steps_of_the_27_point_grid():
         assert (late[1:] == 0).all()
 
 
-@pytest.mark.parametrize("name,pair,staged", [("poisson3d_27", "spilu0_sptrsv", True),
-                                              ("poisson3d_27", "spic0_sptrsv", True),
-                                              ("poisson3d", "spilu0_sptrsv", False),
-                                              ("poisson2d", "spic0_sptrsv", False),
-                                              ("powerlaw_laplacian", "spilu0_sptrsv", False)])
+# factor cases whose held rows take a grid (True: the 27-point grid) or not: the staged steps'
+# and the register caps' rules start from that
+HELD_GRID_CASES = [("poisson3d_27", "spilu0_sptrsv", True), ("poisson3d_27", "spic0_sptrsv", True),
+                   ("poisson3d", "spilu0_sptrsv", False), ("poisson2d", "spic0_sptrsv", False),
+                   ("powerlaw_laplacian", "spilu0_sptrsv", False)]
+
+
+@pytest.mark.parametrize("name,pair,staged", HELD_GRID_CASES)
 def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
     """The dataflow executor stages held rows' steps (stages_steps) where the rows take a grid and
     some row has steps on both sides of its first late one — the 27-point grid — and not on the
@@ -1435,11 +1438,7 @@ def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
-@pytest.mark.parametrize("name,pair,grid", [("poisson3d_27", "spilu0_sptrsv", True),
-                                            ("poisson3d_27", "spic0_sptrsv", True),
-                                            ("poisson3d", "spilu0_sptrsv", False),
-                                            ("poisson2d", "spic0_sptrsv", False),
-                                            ("powerlaw_laplacian", "spilu0_sptrsv", False)])
+@pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)
 def test_register_cap_rule(name, pair, grid):
     """The dataflow executor caps its factor kernel's registers (register_cap) where held rows take
     their pairs as a grid — the 27-point grid — at GRID_REGISTERS of the factor, and nowhere else;

@@ -60,17 +60,11 @@ def usage(kernel, path):
 
 
 def launch_args(run, val, vec, own, extra=()):
-    """_run_syncfree's arguments and constexprs for a DATA launch, one program per block."""
-    blocks, sdev, fused, _ = run.plan
-    W, S, C = run.tables.held(run.block_rows)
-    args = (sf._fresh_ticket(val.device, run.claim), blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"],
-            sdev["dep_blk"], *sf.rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own, sdev["late"],
-            run.tables.n1, *extra)
-    meta = dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=sf.CHUNK, DEPS=sf.DEPS,
-                WIDE=run.tables.wide(sf.CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0, DATA=True,
-                SENT=sf.SENTINEL[val.dtype], APART=sf.held_in_one_pass(run.tables, W),
-                STAGED=sf.stages_steps(run, W), num_warps=run.num_warps, LOOP=False, NAP=0, STRIDE=False)
-    return args, meta
+    """The package's DATA launch (syncfree_launch), one program per block, without its register
+    cap (compile_sm90 takes the cap to try)."""
+    args, meta = sf.syncfree_launch(run, val, vec, own)
+    meta.pop("maxnreg", None)
+    return args + tuple(extra), dict(meta, LOOP=False, NAP=0, STRIDE=False)
 
 
 def main():

@@ -120,17 +120,10 @@ CK = None       # the stamped module, made by main
 
 
 def clk_args(run, val, vec, own):
-    blocks, sdev, fused, _ = run.plan
-    sync = sf._fresh_ticket(val.device, run.claim)
-    W, S, C = run.tables.held(run.block_rows)
-    clk = torch.zeros(blocks * 8, dtype=torch.int64, device=val.device)
-    args = (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
-            *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own, sdev["late"], run.tables.n1, clk)
-    meta = dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=sf.CHUNK, DEPS=sf.DEPS,
-                WIDE=run.tables.wide(sf.CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
-                DATA=True, SENT=sf.SENTINEL[val.dtype], APART=sf.held_in_one_pass(run.tables, W),
-                STAGED=sf.stages_steps(run, W), num_warps=run.num_warps, **sf._cap(run.tables, W, True))
-    return args, meta, clk
+    """The package's launch (syncfree_launch) with the stamps' buffer CLK appended."""
+    args, meta = sf.syncfree_launch(run, val, vec, own)
+    clk = torch.zeros(run.plan[0] * 8, dtype=torch.int64, device=val.device)
+    return args + (clk,), meta, clk
 
 
 def call_clk(run, v, keep):

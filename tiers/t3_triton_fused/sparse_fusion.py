@@ -977,7 +977,7 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
-    if tables.factor and W and rows.grid_layout(tables.held_shape) and not held_in_one_pass(tables, W):
+    if held_grid(tables, W) and not held_in_one_pass(tables, W):
         n1 = tables.n1
         late = rows.late_steps(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1], _joint(schedule, mats)[1])
         # a row with a late step after its first (IC(0)'s diagonal step is never late)
@@ -1015,6 +1015,12 @@ def stages_steps(run, W) -> bool:
     held_in_one_pass's, whose steps run at once, and some with steps on both sides of their
     late one; only then does it compute and upload the late steps."""
     return STAGED_STEPS and run.data and bool(W) and run.plan[3]
+
+
+def held_grid(tables, W) -> bool:
+    """Whether a factor pair's held rows (W > 0) take their pairs as a grid (sparse_rows.grid_layout):
+    what the two-stage steps (_syncfree_plan) and the register caps (register_cap) start from."""
+    return bool(tables.factor) and bool(W) and rows.grid_layout(tables.held_shape)
 
 
 def held_in_one_pass(tables, W) -> bool:
@@ -1059,7 +1065,7 @@ store to its own."""
 def register_cap(tables, W, data) -> int:
     """GRID_REGISTERS' cap for a factor pair run by the dataflow executor (`data`, _syncfree's DATA)
     whose held rows (W > 0) take their pairs as a grid; else 0, ptxas' own choice."""
-    if not data or not W or not tables.factor or not rows.grid_layout(tables.held_shape):
+    if not data or not held_grid(tables, W):
         return 0
     return GRID_REGISTERS.get(tables.factor, 0)
 
@@ -1067,21 +1073,26 @@ def register_cap(tables, W, data) -> int:
 def _run_syncfree(run, val, vec, own=None):
     """The flag executor's launch; with `own` (a factor pair's DATA mode, _syncfree) VAL and VEC's
     outputs hold the sentinel where they are still to be written, and `own` A's values."""
-    blocks, sdev, fused, _ = run.plan
-    if blocks == 0:
+    if run.plan[0] == 0:
         return
+    _launch_claimed(_syncfree, run, run.plan[0], *syncfree_launch(run, val, vec, own))
+
+
+def syncfree_launch(run, val, vec, own=None) -> tuple:
+    """(arguments, constexprs) of one _syncfree launch for `run` (_run_syncfree's; the probes in
+    dev/sparse_fusion/ launch a stamped copy of the kernel with the same)."""
+    blocks, sdev, fused, _ = run.plan
     data = own is not None       # no flags: only the ticket counter
     sync = _fresh_ticket(val.device, run.claim) if data else torch.zeros(1 + blocks, dtype=torch.int32,
                                                                           device=val.device)
     W, S, C = run.tables.held(run.block_rows)
-    _launch_claimed(_syncfree, run, blocks,
-                    (sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
-                     *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
-                     sdev["late"], run.tables.n1),
-                    dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
-                         WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
-                         DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
-                         STAGED=stages_steps(run, W), num_warps=run.num_warps, **_cap(run.tables, W, data)))
+    return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
+             *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
+             sdev["late"], run.tables.n1),
+            dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
+                 WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
+                 DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
+                 STAGED=stages_steps(run, W), num_warps=run.num_warps, **_cap(run.tables, W, data)))
 
 
 def _cap(tables, W, data) -> dict:
