@@ -3,6 +3,7 @@ for every tier with its default executor): the fused tier's executors on every p
 kind × dtype (dataflow, chains and segments on the pairs they can run), the sync-free ticket order,
 the chain blocks and the segment blocks, how many launches each tier makes, what is cached between calls, and the executor
 options."""
+import re
 import zlib
 
 import numpy as np
@@ -1490,6 +1491,60 @@ def test_breakdown_raises_on_every_call(pair, build, match):
         with pytest.raises(ValueError, match=match):
             run(v)
     assert (run.graph is not None) == t3.replays_graph(run) == (DEVICE == "cuda")
+
+
+
+def _broken(name, size, pair, how, seed):
+    """A matrix of `name` whose ILU(0) / IC(0) breaks down, and how: "row" at a row drawn by
+    `seed` (IC(0): a_ii shrunk to 1e-12, so l_ii² = a_ii − Σ l_ik² < 0; ILU(0): a_ik = a_ki = 1e308
+    for a lower neighbour k, so u_ii = a_ii − l_ik·u_ki overflows), "first" at row 0, whose
+    pivot no step rewrites (ILU(0) with a_00 = 0)."""
+    A = sp.csr_matrix(matrix(name, size, seed % 7), copy=True)
+    if how == "first":
+        A[0, 0] = 0.0
+        return A
+    rng = np.random.default_rng(seed)
+    lower = sp.tril(A, -1).tocsr()
+    i = int(rng.choice(np.flatnonzero(np.diff(lower.indptr) > 0)))
+    if pair == "spic0_sptrsv":
+        A[i, i] = 1e-12
+    else:
+        k = int(rng.choice(lower.indices[lower.indptr[i]:lower.indptr[i + 1]]))
+        A[i, k] = A[k, i] = 1e308
+    return A
+
+
+BREAKDOWN_CASES = [("poisson3d_27", 27, "spic0_sptrsv", "row", 2), ("poisson3d", 64, "spilu0_sptrsv", "row", 1),
+                   ("poisson3d", 64, "spilu0_sptrsv", "row", 2), ("poisson2d", 36, "spic0_sptrsv", "row", 1),
+                   ("poisson2d", 36, "spic0_sptrsv", "row", 2), ("powerlaw_laplacian", 60, "spilu0_sptrsv", "row", 1),
+                   ("poisson2d", 36, "spilu0_sptrsv", "first", 1)]
+
+
+@pytest.mark.parametrize("name,size,pair,how,seed", BREAKDOWN_CASES)
+def test_breakdown_row_is_t0s(name, size, pair, how, seed, monkeypatch):
+    """t3's dataflow executor reports a breakdown at the row t0 stops at, whether the row is held
+    (the 27-point grid's as a grid, the 3D and 2D grids' as a list) or walks beside held rows (the
+    power-law graph's ILU(0) at HOLD_SHARE 0.6), and for a pivot no step rewrites (row 0 of ILU(0)); on CUDA on three calls, the third
+    replaying its graph. A kernel tests the pivots after the factor's (rows.breakdown_flag) and
+    leaves the lowest bad row for one read (rows.raise_flagged)."""
+    if name == "powerlaw_laplacian":
+        monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+        monkeypatch.setattr(rows, "_PATTERNS", {})
+    A = _broken(name, size, pair, how, seed)
+    b = np.random.default_rng(_seed("broken", name, pair, seed)).standard_normal(A.shape[0])
+    with pytest.raises(ValueError, match="breaks down in row") as want:
+        registry.get("sparse_fusion", "t0_numpy", pair)(A, b)
+    row = re.search(r"breaks down in row (\d+)", str(want.value)).group(1)
+    if how == "first":
+        assert row == "0"
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, A, like=v, executor="dataflow")
+    assert run.data
+    if name == "powerlaw_laplacian":
+        assert run.tables.walks, "the case must walk some rows beside held ones"
+    for call in range(3 if DEVICE == "cuda" else 1):
+        with pytest.raises(ValueError, match=rf"breaks down in row {row}: pivot"):
+            run(v)
 
 
 def _check_spans(t, share):

@@ -53,7 +53,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
-from tiers.validation import check_factor_pivots
+from tiers.validation import check_factor_pivots, factor_breakdown
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
@@ -1241,12 +1241,50 @@ def pivot_kind(tables) -> str:
     return "ilu0" if tables.factor == ILU else "ic0"
 
 
+@triton.jit
+def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    """FLAG[0] (0 at launch) raised to N − i for every row i whose pivot VAL[PIVOT_AT[i]] stops
+    the factorisation, as tiers/validation.py's unusable_pivots judges — ILU(0) (FACTOR 1): zero
+    or not finite; IC(0): not positive or not finite (|p| < ∞ is false for ±∞ and NaN alike):
+    afterwards N − FLAG[0] is the lowest such row."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < N
+    p = tl.load(VAL + tl.load(PIVOT_AT + i, mask=m, other=0), mask=m, other=1.0)
+    finite = tl.abs(p) < float("inf")
+    if FACTOR == 1:
+        good = finite & (p != 0)
+    else:
+        good = finite & (p > 0)
+    tl.atomic_max(FLAG + tl.zeros_like(i), (N - i).to(tl.int32), mask=m & ~good, sem="relaxed")
+
+
+def breakdown_flag(tables, dev, val):
+    """check_factor_pivots' test of VAL's pivots as one kernel that leaves its answer on the device
+    (_flag_breakdown): where t3 used torch's operations for it, a gather and eight small kernels,
+    they took 44 µs a call on the 3D grid (H200, 2026-12-01, figures/data/prof_call_*).
+    raise_flagged reads it back."""
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
+    n, BLOCK = tables.n1, 1024
+    _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, FACTOR=tables.factor, BLOCK=BLOCK)
+    return flag
+
+
+def raise_flagged(tables, dev, val, flag):
+    """Raise factor_breakdown for the lowest row breakdown_flag found (one device-to-host read),
+    the row t0 stops at; nothing if none."""
+    flagged = int(flag[0])
+    if flagged:
+        i = tables.n1 - flagged
+        raise factor_breakdown(pivot_kind(tables), i, float(val[dev["pivot_at"][i]]))
+
+
 def results(tables, dev, val, vec, checked=False):
     """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
     the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
     and its pivots are checked before (one device-to-host read): a kernel cannot raise, so a
     breakdown is reported here, for the lowest row where it happened — the row t0 stops at
-    (later bad pivots descend from it). `checked`: the caller has checked them (t3's graphs)."""
+    (later bad pivots descend from it). `checked`: the caller checks them (t3's DATA mode,
+    breakdown_flag)."""
     n = tables.n1
     outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:

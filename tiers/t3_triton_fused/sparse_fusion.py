@@ -184,7 +184,7 @@ from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, affine_link, affine_step, factor_rows,
                                        held_fetch, held_finish, held_solve, iterations, nap, tail_sum,
                                        vec_await_at, vec_await_entries, vec_look_at)
-from tiers.validation import check_factor_pivots, interpreting, unusable_pivots, validate_sparse_fusion
+from tiers.validation import interpreting, validate_sparse_fusion
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
 BLOCK_ROWS = {"syncfree": 16, "chains": 4, "segments": 4}
@@ -1112,9 +1112,14 @@ def _data_buffers(run, vector):
         at = torch.from_numpy(run.tables.rewritten).to(t.device)
         t.view(bits)[at] = SENTINEL[t.dtype]
         run.data_template = t
-    W = run.tables.held(run.block_rows)[0]
-    own = run.values.clone() if (W == 0 or run.tables.walks) else run.values
+    own = run.values.clone() if _works_in_own(run) else run.values
     return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
+
+
+def _works_in_own(run) -> bool:
+    """Whether some factor rows walk, working in OWN, which then must be a fresh copy of A's
+    values each call (_data_buffers)."""
+    return run.tables.held(run.block_rows)[0] == 0 or run.tables.walks
 
 
 GRAPHS = True
@@ -1129,8 +1134,16 @@ outputs' clones, which the host queues while the graph runs. Measured on the H20
 in one process, three runners on one plan — the graph, eager, eager again — 5 rotated rounds,
 every output checked first, figures/data/graph_ab_*), ms: 3D ILU(0) 0.917 against 0.934 / 0.936,
 IC(0) 0.920 against 1.090 / 1.097; 27-point ILU(0) 2.69 against 2.87 / 2.87; 2D IC(0) 2.56
-against 2.87 / 2.83; power-law ILU(0) 1.30 against 1.33 / 1.31. The 3D call still spends about
-0.23 ms beside its kernel: the factor's clones in and out, the pivot test."""
+against 2.87 / 2.83; power-law ILU(0) 1.30 against 1.33 / 1.31. Profiled then (prof_call_graph_*), a
+3D ILU(0) call still spent 0.17 ms beside its 0.68 ms kernel: 93 µs copying (the template's clone
+inside the graph alone 46 µs), 44 µs of pivot test. Since, a replay resets only the positions the
+steps rewrite (_capture) and tests the pivots with one kernel (rows.breakdown_flag); A/B in one
+process (ab_pivots_*, 5 rotated rounds, the earlier code twice), ms: 3D ILU(0) 0.840 against
+0.862 / 0.861, IC(0) 0.839 against 0.938 / 0.939; 27-point 2.728 against 2.836 / 2.836 and 1.852
+against 1.960 / 1.970; 2D IC(0) 2.521 against 2.626 / 2.633; power-law ILU(0) 1.257 against
+1.294 / 1.269. Testing each pivot inside the factor kernel instead (ab_pivots_in_kernel_*) made
+that kernel slower where its blocks hold their slots longest (27-point ILU(0) 2.729 against
+2.639 / 2.652, 2D IC(0) 2.580 against 2.519 / 2.517): more registers, a pick per row."""
 
 
 def replays_graph(run) -> bool:
@@ -1146,36 +1159,47 @@ class _Graph(NamedTuple):
     vector: torch.Tensor       # the input it reads: each call copies its vector here
     val: torch.Tensor          # the factor it writes
     vec: torch.Tensor          # the vectors it writes
-    bad: torch.Tensor          # whether some pivot stops the factorisation (unusable_pivots)
+    flag: torch.Tensor         # the lowest row whose pivot stops the factorisation (rows.breakdown_flag)
+    reset: torch.Tensor        # the positions each replay resets to the sentinel, held here because the graph
+                               # reads them: freed, their memory would be handed out again
 
 
 def _graphed(run, vector):
     """A factor pair's call by replaying its graph, captured by the second call: the first runs
     eagerly, which builds the sentinel template and compiles the kernels (neither can be
     captured), and a pair function, which prepares for one call, captures nothing. The outputs
-    are cloned from the graph's buffers, which the next call overwrites."""
+    are cloned from the graph's buffers, which the next call overwrites, and queued before the
+    breakdown flag is read, so that the host's work for them overlaps the graph's."""
     if run.graph is None:
         run.graph = _capture(run, vector)
     g = run.graph
     g.vector.copy_(vector)
     g.graph.replay()
-    if bool(g.bad):                        # the one read back, as rows.results does it
-        check_factor_pivots(rows.pivot_kind(run.tables), g.val[run.dev["pivot_at"]])
-    return rows.results(run.tables, run.dev, g.val.clone(), g.vec.clone(), checked=True)
+    out = rows.results(run.tables, run.dev, g.val.clone(), g.vec.clone(), checked=True)
+    rows.raise_flagged(run.tables, run.dev, g.val, g.flag)
+    return out
 
 
 def _capture(run, vector):
-    """_Graph of one call's launches (none run here), reading a copy of `vector`."""
+    """_Graph of one call's launches (none run here), reading a copy of `vector`. Its factor
+    buffer starts as the sentinel template and keeps, from call to call, A's values wherever no
+    step writes (every call leaves them as they were), so a call resets only the positions the
+    steps rewrite (RowTables.rewritten) to the sentinel: 4M of the 3D grid's 7M entries, where a
+    clone of the template would copy all 7M."""
     static = vector.clone()
+    val = run.data_template.clone()
+    at = torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(val.device)
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
     with torch.cuda.graph(graph), buffers.poisoned(False):
-        val, own, vec = _data_buffers(run, static)
+        val.view(SENTINEL_BITS[val.dtype]).index_fill_(0, at, SENTINEL[val.dtype])
+        own = run.values.clone() if _works_in_own(run) else run.values
+        vec = _slots_from(static, run.tables.vec_len)
         _run_syncfree(run, val, vec, own)
-        bad = unusable_pivots(rows.pivot_kind(run.tables), val[run.dev["pivot_at"]]).any()
-    return _Graph(graph, static, val, vec, bad)
+        flag = rows.breakdown_flag(run.tables, run.dev, val)
+    return _Graph(graph, static, val, vec, flag, at)
 
 
 # ---------------------------------------------------------------- executor (c): sync-free, the data as flags
@@ -2471,7 +2495,10 @@ class Prepared:
             self.eager_calls += 1
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
-            return rows.results(self.tables, self.dev, val, vec)
+            flag = rows.breakdown_flag(self.tables, self.dev, val)
+            out = rows.results(self.tables, self.dev, val, vec, checked=True)
+            rows.raise_flagged(self.tables, self.dev, val, flag)
+            return out
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
