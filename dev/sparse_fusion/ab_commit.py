@@ -1,0 +1,98 @@
+"""A/B in one process: t3's prepared calls at an earlier commit against the working tree.
+
+A developer's probe, not package code (needs a CUDA GPU and git). The commit's `tiers` package is
+exported with `git archive` into a temporary folder and imported as `tiers_old` (its absolute
+imports rewritten), so both versions run in one process on one GPU — process-to-process
+differences reached 10 % on the factor pairs, more than the changes measured. Per case three
+runners: "old" and "old2" from the commit, "new" from the working tree, each called 4 times with
+two vectors and its 2nd and 4th results checked against float64 (the 2nd after the 4th: a later
+call must not overwrite an earlier result); then 5 rounds of do_bench medians, the order rotated
+each round. Writes OUT.json (one row per case) and prints each row.
+
+    python dev/sparse_fusion/ab_commit.py COMMIT OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
+
+Data of 2026-12-01 (H200): figures/data/ab_pivots_* and ab_pivots_in_kernel_* (COMMIT 6986f32).
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from triton.testing import do_bench
+
+from tiers import fusion_schedules as fs
+from tiers.bench import sparse_fusion as bench
+from tiers.t3_triton_fused import sparse_fusion as sf
+
+LABELS = ("old", "new", "old2")
+
+
+def import_old(commit):
+    """(fusion_schedules, t3 sparse_fusion) of `commit`'s package, imported as tiers_old."""
+    root = Path(tempfile.mkdtemp())
+    tar = subprocess.run(["git", "archive", commit, "tiers"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
+    (root / "tiers").rename(root / "tiers_old")
+    for f in (root / "tiers_old").rglob("*.py"):
+        s = f.read_text()
+        s = re.sub(r"\bfrom tiers\b", "from tiers_old", s)
+        s = re.sub(r"\bimport tiers\b", "import tiers_old", s)
+        f.write_text(re.sub(r"\btiers\.(?=[a-z_0-9]+)", "tiers_old.", s))
+    sys.path.insert(0, str(root))
+    from tiers_old import fusion_schedules as fs_old
+    from tiers_old.t3_triton_fused import sparse_fusion as sf_old
+    return fs_old, sf_old
+
+
+def main():
+    commit, out, cases = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+    fs_old, sf_old = import_old(commit)
+    dev = torch.device("cuda")
+    res = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+           "triton": __import__("triton").__version__, "old": commit,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    for case in cases:
+        p = case.split(":")
+        name, size, pair, kind = p[0], int(p[1]), p[2], p[3]
+        dtype = p[4] if len(p) > 4 else "float64"
+        A = bench.make_matrix(name, size)
+        mats = bench.operands(pair, A)
+        g = torch.Generator().manual_seed(3)
+        v64 = torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5
+        v = v64.to(dev, getattr(torch, dtype))
+        v2 = (torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5).to(dev, getattr(torch, dtype))
+        s_new, s_old = fs.inspect(pair, *mats, kind=kind), fs_old.inspect(pair, *mats, kind=kind)
+        runs = {"new": sf.prepare(pair, *mats, like=v, schedule=s_new, executor="dataflow")}
+        for label in ("old", "old2"):
+            runs[label] = sf_old.prepare(pair, *mats, like=v, schedule=s_old, executor="dataflow")
+        refs = bench.reference(pair, mats, v64.numpy())
+        row = {"case": case, "ok": {}, "err": {}, "rounds": {}}
+        for label in LABELS:
+            r = runs[label]
+            outs = [r(v) for _ in range(2)] + [r(v2), r(v)]
+            ok, err, msg = bench.check(outs[-1], refs, dtype)
+            ok0, err0, msg0 = bench.check(outs[1], refs, dtype)
+            row["ok"][label], row["err"][label] = bool(ok and ok0), float(max(err, err0))
+            row["graph_" + label] = getattr(r, "graph", None) is not None
+            if not (ok and ok0):
+                print("WRONG", case, label, msg, msg0, flush=True)
+        for rd in range(5):
+            for label in LABELS[rd % 3:] + LABELS[:rd % 3]:
+                if row["ok"][label]:
+                    ms = do_bench(lambda: runs[label](v), warmup=25, rep=250, return_mode="median")
+                    row["rounds"].setdefault(label, []).append(round(ms, 4))
+        row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
+        print(json.dumps(row), flush=True)
+        res["rows"].append(row)
+        json.dump(res, open(out, "w"), indent=1)
+        del runs
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
