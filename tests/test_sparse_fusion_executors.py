@@ -1493,7 +1493,6 @@ def test_breakdown_raises_on_every_call(pair, build, match):
     assert (run.graph is not None) == t3.replays_graph(run) == (DEVICE == "cuda")
 
 
-
 def _broken(name, size, pair, how, seed):
     """A matrix of `name` whose ILU(0) / IC(0) breaks down, and how: "row" at a row drawn by
     `seed` (IC(0): a_ii shrunk to 1e-12, so l_ii² = a_ii − Σ l_ik² < 0; ILU(0): a_ik = a_ki = 1e308
@@ -1524,9 +1523,10 @@ BREAKDOWN_CASES = [("poisson3d_27", 27, "spic0_sptrsv", "row", 2), ("poisson3d",
 def test_breakdown_row_is_t0s(name, size, pair, how, seed, monkeypatch):
     """t3's dataflow executor reports a breakdown at the row t0 stops at, whether the row is held
     (the 27-point grid's as a grid, the 3D and 2D grids' as a list) or walks beside held rows (the
-    power-law graph's ILU(0) at HOLD_SHARE 0.6), and for a pivot no step rewrites (row 0 of ILU(0)); on CUDA on three calls, the third
-    replaying its graph. A kernel tests the pivots after the factor's (rows.breakdown_flag) and
-    leaves the lowest bad row for one read (rows.raise_flagged)."""
+    power-law graph's ILU(0) at HOLD_SHARE 0.6), and for a pivot no step rewrites (row 0 of
+    ILU(0)); on CUDA on three calls, the third replaying its graph. A kernel tests the pivots
+    after the factor's (rows.breakdown_flag) and leaves the lowest bad row for one read
+    (rows.raise_flagged)."""
     if name == "powerlaw_laplacian":
         monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
         monkeypatch.setattr(rows, "_PATTERNS", {})

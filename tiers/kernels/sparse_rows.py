@@ -1261,7 +1261,7 @@ def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, FACTOR: tl.constexpr, BLOCK: tl.cons
 def breakdown_flag(tables, dev, val):
     """check_factor_pivots' test of VAL's pivots as one kernel that leaves its answer on the device
     (_flag_breakdown): where t3 used torch's operations for it, a gather and eight small kernels,
-    they took 44 µs a call on the 3D grid (H200, 2026-12-01, figures/data/prof_call_*).
+    they took 44 µs a call on the 3D grid (H200, 2026-12-01, figures/data/prof_call_graph_*).
     raise_flagged reads it back."""
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     n, BLOCK = tables.n1, 1024
