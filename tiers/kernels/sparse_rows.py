@@ -53,7 +53,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
-from tiers.validation import check_factor_pivots, factor_breakdown
+from tiers.validation import factor_breakdown
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
@@ -1237,7 +1237,7 @@ def _factor_index(tables) -> dict:
 
 
 def pivot_kind(tables) -> str:
-    """The factorisation whose pivots check_factor_pivots judges: "ilu0" or "ic0"."""
+    """The factorisation whose pivots a breakdown names (factor_breakdown): "ilu0" or "ic0"."""
     return "ilu0" if tables.factor == ILU else "ic0"
 
 
@@ -1260,9 +1260,9 @@ def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, FACTOR: tl.constexpr, BLOCK: tl.cons
 
 def breakdown_flag(tables, dev, val):
     """check_factor_pivots' test of VAL's pivots as one kernel that leaves its answer on the device
-    (_flag_breakdown): where t3 used torch's operations for it, a gather and eight small kernels,
-    they took 44 µs a call on the 3D grid (H200, 2026-12-01, figures/data/prof_call_graph_*).
-    raise_flagged reads it back."""
+    (_flag_breakdown), for results to read back (raise_flagged): done with torch's operations, a
+    gather and eight small kernels, it took 44 µs a call on the 3D grid (H200, 2026-12-01,
+    figures/data/prof_call_graph_*). A CUDA graph captures it with the kernels it follows (t3)."""
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     n, BLOCK = tables.n1, 1024
     _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, FACTOR=tables.factor, BLOCK=BLOCK)
@@ -1278,17 +1278,19 @@ def raise_flagged(tables, dev, val, flag):
         raise factor_breakdown(pivot_kind(tables), i, float(val[dev["pivot_at"][i]]))
 
 
-def results(tables, dev, val, vec, checked=False):
+def results(tables, dev, val, vec, flag=None):
     """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
     the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
-    and its pivots are checked before (one device-to-host read): a kernel cannot raise, so a
-    breakdown is reported here, for the lowest row where it happened — the row t0 stops at
-    (later bad pivots descend from it). `checked`: the caller checks them (t3's DATA mode,
-    breakdown_flag)."""
+    and its pivots are checked (breakdown_flag, then one device-to-host read, after the outputs
+    are made): a kernel cannot raise, so a breakdown is reported here, for the lowest row where it
+    happened — the row t0 stops at (later bad pivots descend from it). `flag`: breakdown_flag's
+    result where the caller launched it already (t3's graphs capture it)."""
     n = tables.n1
     outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:
         return outs
-    if not checked:
-        check_factor_pivots(pivot_kind(tables), val[dev["pivot_at"]])
-    return (torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n)),) + outs
+    if flag is None:
+        flag = breakdown_flag(tables, dev, val)
+    factor = torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n))
+    raise_flagged(tables, dev, val, flag)
+    return (factor,) + outs
