@@ -22,6 +22,10 @@ from tiers import sparse_matrices as sm
 from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
+from tiers.kernels.sparse_fusion_executors import flat as t3_flat
+from tiers.kernels.sparse_fusion_executors import launch as t3_launch
+from tiers.kernels.sparse_fusion_executors import levels as t3_levels
+from tiers.kernels.sparse_fusion_executors import tickets as t3_tickets
 from tiers.tolerances import assert_close
 from tiers.validation import interpreting
 
@@ -197,7 +201,7 @@ def test_persistent_programs(executor, per_sm):
         run = t3.prepare(pair, *mats, like=_vector(b, "float64"), schedule=_schedule(pair, mats, "wavefront"),
                          executor=executor, programs_per_sm=per_sm,
                          **({"claim": "counter"} if executor == "dataflow" else {}))
-        assert run.plan[0] >= 2 * per_sm and t3._programs(run.plan[0], per_sm, torch.device("cpu")) == per_sm
+        assert run.plan[0] >= 2 * per_sm and t3_launch._programs(run.plan[0], per_sm, torch.device("cpu")) == per_sm
         _check(run(_vector(b, "float64")), _reference(pair, mats, b, "float64", (pair, "float64")), pair, mats,
                "float64", f"{executor} P={per_sm} {pair}")
 
@@ -816,7 +820,7 @@ def test_latest_levels(gen, size, seed, pair):
     mats = operands(pair, matrix(gen, size, seed))
     s = fs.inspect(pair, *mats, kind="wavefront")
     dag = sd.joint_dag(pair, *mats)
-    asap, alap = sd.wavefront_levels(dag), t3._latest_levels(s, mats)
+    asap, alap = sd.wavefront_levels(dag), t3_tickets._latest_levels(s, mats)
     u, v = dag.sources()
     assert (alap[u] < alap[v]).all() and (alap >= asap).all()
     lowest = np.full(dag.n, asap.max(initial=0) + 1)
@@ -835,8 +839,8 @@ def test_mid_levels_start_heavy_rows_early(gen, size, seed, pair, heavy):
     s = fs.inspect(pair, *mats, kind="wavefront")
     dag = sd.joint_dag(pair, *mats)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(t3, "HEAVY", heavy)
-        asap, alap, key = sd.wavefront_levels(dag), t3._latest_levels(s, mats), t3._mid_levels(s, mats)
+        mp.setattr(t3_tickets, "HEAVY", heavy)
+        asap, alap, key = sd.wavefront_levels(dag), t3_tickets._latest_levels(s, mats), t3_tickets._mid_levels(s, mats)
     u, v = dag.sources()
     assert (key[u] < key[v]).all() and (key >= 2 * asap).all()
     big = sd.joint_cost(pair, *mats) > heavy
@@ -854,7 +858,7 @@ def test_mid_tickets_pull_a_heavy_rows_inputs_early(monkeypatch):
     earliest level and pulls its inputs before it."""
     import scipy.sparse as sparse
 
-    monkeypatch.setattr(t3, "HEAVY", 8)
+    monkeypatch.setattr(t3_tickets, "HEAVY", 8)
     n = 40
     low = sparse.lil_matrix((n, n))
     low.setdiag(2.0)
@@ -864,10 +868,10 @@ def test_mid_tickets_pull_a_heavy_rows_inputs_early(monkeypatch):
     mats = (sparse.identity(n, format="csr"), low.tocsr())
     s = fs.inspect("spmv_sptrsv", *mats, kind="wavefront")
     dag = sd.joint_dag("spmv_sptrsv", *mats)
-    asap, alap = sd.wavefront_levels(dag), t3._latest_levels(s, mats)
+    asap, alap = sd.wavefront_levels(dag), t3_tickets._latest_levels(s, mats)
     row20 = n + 20
     assert asap[row20] == 2 and alap[n + 20] == alap.max() and asap[20] + alap[20] > 2 * asap[row20]
-    key = t3._mid_levels(s, mats)
+    key = t3_tickets._mid_levels(s, mats)
     u, v = dag.sources()
     assert (key[u] < key[v]).all()
     assert key[row20] == 4 and key[20] == 3 and (key[n:n + 10] == 3).all() and (key[:10] == 2).all()
@@ -889,7 +893,7 @@ def test_alap_tickets_put_spmv_rows_just_before_their_readers():
     before solve row i, which reads it."""
     mats = operands("spmv_sptrsv", sm.poisson2d(8))
     s = fs.inspect("spmv_sptrsv", *mats, kind="wavefront")
-    alap = t3._latest_levels(s, mats)
+    alap = t3_tickets._latest_levels(s, mats)
     n = mats[0].shape[0]
     assert (sd.wavefront_levels(sd.joint_dag("spmv_sptrsv", *mats))[:n] == 0).all()
     np.testing.assert_array_equal(alap[:n], alap[n:] - 1)
@@ -959,9 +963,9 @@ def test_launch_counts(pair, monkeypatch):
     per level of the schedule. t3 sync-free (flags or dataflow): one, whatever the schedule."""
     mats, b = _problem(pair, seed=1)
     x = _vector(b, "float32")
-    rows2, level3, free3, flow3 = (_Counted(k) for k in (t2._rows, t3._level, t3._syncfree, t3._dataflow))
+    rows2, level3, free3, flow3 = (_Counted(k) for k in (t2._rows, t3_levels._level, t3._syncfree, t3._dataflow))
     monkeypatch.setattr(t2, "_rows", rows2)
-    monkeypatch.setattr(t3, "_level", level3)
+    monkeypatch.setattr(t3_levels, "_level", level3)
     monkeypatch.setattr(t3, "_syncfree", free3)
     monkeypatch.setattr(t3, "_dataflow", flow3)
     g1, g2, _ = sd.kernel_dags(pair, *mats)
@@ -1951,14 +1955,14 @@ def test_flat_records(width, R, monkeypatch):
 @given(V=st.integers(0, 300), groups=st.integers(1, 20), W=st.sampled_from([1, 2, 4, 8, 32]),
        R=st.sampled_from([1, 2, 4, 8]), seed=st.integers(0, 2**16))
 def test_flat_packing_is_the_greedy_cut(V, groups, W, R, seed):
-    """t3._pack follows the greedy cut from block start to block start; it must give what the
+    """flat._pack follows the greedy cut from block start to block start; it must give what the
     row-by-row greedy gives: a new block where the key changes, or R rows or W entries are full
     (a row of more than W entries alone in its block)."""
     rng = np.random.default_rng(seed)
     key = rng.integers(0, groups, V)
     cnt = rng.integers(1, W + 3, V)
     order = np.lexsort((np.arange(V), key))
-    blk, lane, off = t3._pack(key, cnt, order, R, W)
+    blk, lane, off = t3_flat._pack(key, cnt, order, R, W)
     b, j, o, last = -1, R, W, None
     for v in order.tolist():
         if key[v] != last or j == R or o + cnt[v] > W:

@@ -56,6 +56,7 @@ from tiers import sparse_dags as dags
 from tiers.validation import factor_breakdown
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
+CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
 HOLD_SHARE = 0.999
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of

@@ -24,10 +24,8 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import affine_rows, factor_iterations
+from tiers.kernels.sparse_rows import CHUNK, affine_rows, factor_iterations
 from tiers.validation import interpreting, validate_sparse_fusion
-
-CHUNK = 8
 
 
 @triton.jit

@@ -1,0 +1,212 @@
+"""How t3's sync-free executors launch (tiers/t3_triton_fused/sparse_fusion.py): the programs an SM
+holds and a claimed launch of persistent programs, the ticket counter, the slots that start out
+holding the sentinel, the gather of the slots back into row order, and Hopper's programmatic
+dependent launches."""
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+from tiers import buffers
+from tiers.kernels.sparse_rows import CHUNK
+from tiers.validation import interpreting
+
+
+STRIDING = ("syncfree", "dataflow")
+"""Executors whose persistent programs may stride over the blocks (CLAIMS); the others take tickets."""
+
+
+@triton.jit
+def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
+    """The ticket after a finished block: a fresh one when programs are persistent (LOOP), else
+    N_BLK, which ends the program's loop after its one block."""
+    if LOOP:
+        return tl.atomic_add(TICKET, 1, sem="relaxed")
+    else:
+        return N_BLK
+
+
+SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
+"""Bit patterns of VEC's outputs before they are written: signalling NaNs, which no arithmetic
+produces (a NaN result is quiet) and which the validated, finite inputs never hold."""
+
+
+SENTINEL_BITS = {torch.float64: torch.int64, torch.float32: torch.int32}
+"""The integer view through which a buffer of that dtype is written or compared bit for bit."""
+
+
+def _programs(count, per_sm, device):
+    """Programs to launch for `count` blocks: one per block, or with per_sm > 0 that many per SM
+    (persistent programs that take tickets until none is left; per_sm in all on a CPU device,
+    where the interpreter runs programs one after another and the first takes every ticket)."""
+    if per_sm == 0:
+        return count
+    return min(count, per_sm * _sm_count(device))
+
+
+@functools.lru_cache(maxsize=8)
+def _props(device):
+    """A CUDA device's properties, asked once, not at every launch (SMs, registers, compute
+    capability: _sm_count, resident_per_sm, uses_pdl)."""
+    return torch.cuda.get_device_properties(device)
+
+
+def _sm_count(device):
+    """Streaming multiprocessors of a CUDA device (1 for the CPU)."""
+    return _props(device).multi_processor_count if device.type == "cuda" else 1
+
+
+MAX_PROGRAMS_PER_SM = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}
+"""Resident thread blocks an SM holds at most, by compute capability where it is not 32 (CUDA
+programming guide, compute capabilities table; 32 on sm_80 and sm_90)."""
+
+
+def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
+    """How many programs of a compiled kernel one SM holds at once (what a cooperative launch may
+    ask for): the registers, the threads, the shared memory (1 KB reserved a program) and the
+    blocks an SM takes (MAX_PROGRAMS_PER_SM) each bound it. Registers go 256 at a time to a
+    warp, from one of the SM's four quarters, so a warp's registers must fit in a quarter's
+    remainder: at 80 a thread an SM holds 4 · ⌊16 384 / 2 560⌋ = 24 one-warp programs, not
+    65 536 / 2 560 = 25 (on the H100 a cooperative launch of 25 a SM was refused as too large,
+    2026-11-27). `props`: the device's properties."""
+    per_warp = -(-n_regs * 32 // 256) * 256
+    quarter = getattr(props, "regs_per_multiprocessor", 65536) // 4
+    by_regs = 4 * (quarter // max(per_warp, 1)) // num_warps
+    by_threads = props.max_threads_per_multi_processor // (32 * num_warps)
+    by_shared = props.shared_memory_per_multiprocessor // (shared + 1024)
+    return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
+
+
+def _launch_claimed(kernel, run, count, args, meta, pdl=False):
+    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what every sync-free
+    kernel takes from it: LOOP (persistent programs), NAP (the sleep between polls; none in the
+    interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
+    Every sync-free executor launches through here. One program per block, or
+    run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
+    stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
+    fails rather than leave one out), and asks for no more programs per SM than the compiled
+    kernel lets an SM hold (resident_per_sm, found once per Prepared). The interpreter runs
+    programs one after another, so there a single striding program takes every block. pdl: a
+    programmatic dependent launch (the kernel waits for the one before it with gdc_wait)."""
+    stride = run.claim == "stride"
+    meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
+    if run.executor in STRIDING:
+        meta["STRIDE"] = stride
+    if stride and interpreting():
+        kernel[(1,)](*args, **meta)
+        return
+    launch = {"launch_cooperative_grid": True} if stride else {}
+    if pdl:
+        launch["launch_pdl"] = True
+    per_sm = run.programs_per_sm
+    if stride:
+        if run.resident is None:
+            compiled = kernel.warmup(*args, grid=(1,), **meta, **launch)
+            compiled._init_handles()     # the register count is known once the binary is loaded
+            run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
+                                           _props(args[0].device))
+        per_sm = min(per_sm, run.resident)
+    kernel[(_programs(count, per_sm, args[0].device),)](*args, **meta, **launch)
+
+
+def _await_from(vec, n, claim="counter"):
+    """Put the sentinel in VEC's outputs (every entry past the n inputs) and return a fresh ticket
+    counter (_fresh_ticket): what every dataflow launch starts from."""
+    bits = SENTINEL_BITS[vec.dtype]
+    vec.view(bits)[n:] = SENTINEL[vec.dtype]
+    return _fresh_ticket(vec.device, claim)
+
+
+def _fresh_ticket(device, claim):
+    """A ticket counter at 0; striding programs (claim "stride") take no tickets, so theirs is
+    left unset, which costs no fill kernel per call."""
+    return (torch.empty if claim == "stride" else torch.zeros)(1, dtype=torch.int32, device=device)
+
+
+@triton.jit
+def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexpr, R: tl.constexpr,
+                         SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    """OUT[i] = IN[i] below N_IN and the sentinel past it, for FIRST ≤ i < TOTAL (both as bit
+    patterns); with SOME only in the output slots of the blocks of R whose AWAITED flag is set
+    (slot N_IN + t·R + j is block t's). PDL: the dataflow kernel after it may be launched at once
+    (it waits for this one's stores)."""
+    if PDL:
+        gdc_launch_dependents()
+    i = FIRST + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = i < TOTAL
+    if SOME:
+        out = i >= N_IN
+        keep &= ~out | (tl.load(AWAITED + (i - N_IN) // R, mask=keep & out, other=0) != 0)
+    tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=keep)
+
+
+def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1):
+    """The dataflow executor's VEC for one call: the input (with copy; else its n entries are left
+    unwritten, the kernel reading the caller's vector instead: reads_input_apart), then the
+    sentinel in every output slot, or with `awaited` (per block of R slots) only in those of the
+    blocks some row reads — written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on
+    the 3D grid: figures/data/prof_early_*)."""
+    bits = SENTINEL_BITS[vector.dtype]
+    slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
+    n = vector.shape[0]                                    # a slot read but never reset then fails it
+    first = 0 if copy else n
+    BLOCK = 2048
+    if total > first:
+        _input_then_sentinel[(triton.cdiv(total - first, BLOCK),)](
+            slots.view(bits), vector.contiguous().view(bits), n, first, total,
+            slots if awaited is None else awaited,             # without SOME the kernel reads no AWAITED
+            SENT=SENTINEL[vector.dtype], R=R, SOME=awaited is not None,
+            BLOCK=BLOCK, PDL=pdl, num_warps=4)
+    return slots
+
+
+@triton.jit
+def _gather_back(OUT, SLOTS, BACK, N, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    """OUT[i] = SLOTS[BACK[i]]: the results from the slot layout into row order. A kernel of its own
+    rather than torch.index_select so that it can be a dependent launch that waits inside (PDL:
+    launched while the dataflow kernel ends, its indices read before gdc_wait); 14.5 µs against
+    index_select's 16.0 on the 3D grid (figures/data/pdl_ab_*)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    at = tl.load(BACK + i, mask=i < N, other=0)
+    if PDL:
+        gdc_wait()
+    tl.store(OUT + i, tl.load(SLOTS + at, mask=i < N), mask=i < N)
+
+
+def _back(out, slots, back, pdl):
+    """out = slots[back] (_gather_back), as a dependent launch with pdl."""
+    BLOCK = 1024
+    launch = {"launch_pdl": True} if pdl else {}
+    _gather_back[(triton.cdiv(out.shape[0], BLOCK),)](out, slots, back, out.shape[0], BLOCK=BLOCK, PDL=pdl,
+                                                      num_warps=4, **launch)
+
+
+def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
+    """Fill the outputs with the sentinel and launch the programs (_programs) for the blocks of
+    `run.plan`, each of `lanes` lanes (default: run.block_rows)."""
+    count, _ = run.plan
+    if count == 0:
+        return
+    n = run.tables.n1
+    ticket = _await_from(vec, n)
+    tables = (run.dev[k] for k in ("ent_ptr", "ent_val", "ent_aux", "rhs", "diag", "sign", "dst"))
+    _launch_claimed(kernel, run, count, (ticket, count, *blocks, *tables, val, vec, n),
+                    dict(R=lanes or run.block_rows, CHUNK=chunk, SENT=SENTINEL[vec.dtype],
+                         WIDE=run.tables.wide(chunk), num_warps=run.num_warps))
+
+
+PDL = True
+"""Whether the dataflow executor launches its kernel and the gather back as programmatic
+dependent launches where the GPU has them (uses_pdl)."""
+
+
+def uses_pdl(device) -> bool:
+    """PDL on a CUDA device of compute capability 9.0 or later (Hopper; the interpreter has no
+    launches to overlap)."""
+    if not (PDL and device.type == "cuda" and not interpreting()):
+        return False
+    props = _props(device)
+    return (props.major, props.minor) >= (9, 0)
