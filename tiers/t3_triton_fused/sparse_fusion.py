@@ -185,16 +185,16 @@ from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import CHUNK
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
-from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back,
-                                                                  _fresh_ticket, _launch_claimed, _slots_from, uses_pdl)
+from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
+                                                          _launch_claimed, _slots_from, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
-                                                                   _dataflow_values, record_chunk)
+                                                           _dataflow_values, record_chunk)
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
 from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks
+from tiers.kernels.sparse_rows import CHUNK
 from tiers.validation import interpreting, validate_sparse_fusion
 
 # what the tests, the benchmark and dev/sparse_fusion/ read of the executors through this module

@@ -9,9 +9,9 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import affine_fetch, affine_link, affine_step
 from tiers.kernels.sparse_fusion_executors.launch import _launch_dataflow, _next_ticket
 from tiers.kernels.sparse_fusion_executors.tickets import _joint
+from tiers.kernels.sparse_rows import affine_fetch, affine_link, affine_step
 
 
 SEG_CHUNK = 16           # segments: a link's predecessor must be among its row's first SEG_CHUNK entries

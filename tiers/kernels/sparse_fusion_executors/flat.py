@@ -12,8 +12,8 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import vec_await_entries
 from tiers.kernels.sparse_fusion_executors.tickets import ticket_order
+from tiers.kernels.sparse_rows import vec_await_entries
 
 
 class HubTrees(NamedTuple):

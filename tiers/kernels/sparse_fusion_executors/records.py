@@ -9,9 +9,9 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_rows import CHUNK, tail_sum, vec_await_at, vec_look_at
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
 from tiers.kernels.sparse_fusion_executors.tickets import ticket_blocks
+from tiers.kernels.sparse_rows import CHUNK, tail_sum, vec_await_at, vec_look_at
 
 
 RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (record_chunk)

@@ -4,9 +4,9 @@ values as flags), the kernel: tiers/t3_triton_fused/sparse_fusion.py plans and l
 import triton
 import triton.language as tl
 
+from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
 from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_fetch, held_finish,
                                        held_solve, nap, vec_await_entries)
-from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
 
 
 @triton.jit
