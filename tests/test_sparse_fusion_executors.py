@@ -22,9 +22,11 @@ from tiers import sparse_matrices as sm
 from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
+from tiers.kernels.sparse_fusion_executors import chains as t3_chains
 from tiers.kernels.sparse_fusion_executors import flat as t3_flat
 from tiers.kernels.sparse_fusion_executors import launch as t3_launch
 from tiers.kernels.sparse_fusion_executors import levels as t3_levels
+from tiers.kernels.sparse_fusion_executors import records as t3_records
 from tiers.kernels.sparse_fusion_executors import tickets as t3_tickets
 from tiers.tolerances import assert_close
 from tiers.validation import interpreting
@@ -312,9 +314,9 @@ def test_resident_per_sm(regs, shared, warps, expected):
     quarter, threads, shared memory and the blocks an SM takes each bound it; the H100 cases are
     the ones measured (2026-11-27, figures/data/resident_check_*, flagstride_probe_*,
     ncu_flag_ilu27_*). On an sm_86 GPU the block cap and its threads bound it lower."""
-    assert t3.resident_per_sm(regs, shared, warps, _Props()) == expected
-    assert t3.resident_per_sm(32, 0, 1, _Props86()) == 16          # the block cap, not 48 by threads
-    assert t3.resident_per_sm(32, 0, 4, _Props86()) == 12          # 1 536 threads / 128
+    assert t3_launch.resident_per_sm(regs, shared, warps, _Props()) == expected
+    assert t3_launch.resident_per_sm(32, 0, 1, _Props86()) == 16          # the block cap, not 48 by threads
+    assert t3_launch.resident_per_sm(32, 0, 4, _Props86()) == 12          # 1 536 threads / 128
 
 
 def _dataflow_options(A, pair="sptrsv_spmv"):
@@ -345,7 +347,7 @@ def test_dataflow_shape_and_record_chunk():
                       like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow", claim="counter")
     assert (busy.block_rows, busy.tickets_ahead) == (4, 2)        # 11 · 2048 / 2 entries a level; rows > CHUNK
     hub = sp.lil_matrix(band)
-    hub[0, 1:t3.RECORD_CHUNK + 1] = 1.0       # an SpMV row longer than the slots (upper: no new level)
+    hub[0, 1:t3_records.RECORD_CHUNK + 1] = 1.0       # an SpMV row longer than the slots (upper: no new level)
     hub = sp.csr_matrix(hub)
     hub_run = t3.prepare("sptrsv_spmv", sp.diags(hub.diagonal(), format="csr"), hub,
                          like=_vector(np.ones(t3.WIDE_LEVELS), "float64"), executor="dataflow")
@@ -679,7 +681,7 @@ def test_segments_of_an_ill_conditioned_recurrence():
     b = rng.standard_normal(n)
     for dtype in DTYPES:
         run = t3.prepare("sptrsv_spmv", L, A, like=_vector(b, dtype), executor="segments", chain_steps=32)
-        blk_ptr, blk_iter = t3.segment_blocks(run.schedule, [L, A], run.tables, 4, 32)
+        blk_ptr, blk_iter = t3_chains.segment_blocks(run.schedule, [L, A], run.tables, 4, 32)
         solve = np.repeat(np.arange(len(blk_ptr) - 1), np.diff(blk_ptr))[blk_iter < n]
         assert len(np.unique(solve)) == 2           # the solve ran as two pieces of 32 links
         _check(run(_vector(b, dtype)), _reference("sptrsv_spmv", [L, A], b, dtype, ("weak", dtype)), "sptrsv_spmv",
@@ -699,7 +701,7 @@ def test_chain_blocks_wait_only_on_the_past(gen, size, seed, pair, R, S):
     once) nor in a later block (a program waits only for programs that already hold a ticket)."""
     mats = operands(pair, matrix(gen, size, seed))
     s = fs.inspect(pair, *mats, kind="wavefront")
-    blk_ptr, steps, blk_iter = t3.chain_blocks(s, mats, R, S)
+    blk_ptr, steps, blk_iter = t3_chains.chain_blocks(s, mats, R, S)
     n = s.n1 + s.n2
     assert sorted(blk_iter[blk_iter >= 0].tolist()) == list(range(n))
     assert (np.diff(blk_ptr) == steps * R).all() and steps.min() >= 1 and steps.max() <= S
@@ -721,7 +723,7 @@ def test_chains_follow_a_stencil_row():
     the chains run along grid rows, cut every S."""
     A = sm.poisson2d(12)
     mats = operands("sptrsv_spmv", A)
-    blk_ptr, steps, blk_iter = t3.chain_blocks(fs.inspect("sptrsv_spmv", *mats, kind="wavefront"), mats, 4, 5)
+    blk_ptr, steps, blk_iter = t3_chains.chain_blocks(fs.inspect("sptrsv_spmv", *mats, kind="wavefront"), mats, 4, 5)
     chains = [blk_iter[blk_ptr[t]:blk_ptr[t + 1]:4] for t in range(len(steps)) if steps[t] > 1]
     assert sorted(len(c) for c in chains) == sorted([5, 5, 2] * 12)
     for c in chains:
@@ -741,7 +743,7 @@ def test_segment_blocks_read_only_the_past_and_the_lane_before(gen, size, seed, 
     mats = operands(pair, matrix(gen, size, seed))
     s = fs.inspect(pair, *mats, kind="wavefront")
     tables = t3.rows.row_tables(pair, *(sd.csr(M) for M in mats))
-    blk_ptr, blk_iter = t3.segment_blocks(s, mats, tables, R, S, chunk)
+    blk_ptr, blk_iter = t3_chains.segment_blocks(s, mats, tables, R, S, chunk)
     n = s.n1 + s.n2
     assert sorted(blk_iter.tolist()) == list(range(n))
     width = np.diff(blk_ptr)
@@ -764,7 +766,7 @@ def test_segments_follow_a_stencil_row():
     A = sm.poisson2d(12)
     mats = operands("sptrsv_spmv", A)
     s = fs.inspect("sptrsv_spmv", *mats, kind="wavefront")
-    blk_ptr, blk_iter = t3.segment_blocks(s, mats, t3.rows.row_tables("sptrsv_spmv", *mats), 4, 5)
+    blk_ptr, blk_iter = t3_chains.segment_blocks(s, mats, t3.rows.row_tables("sptrsv_spmv", *mats), 4, 5)
     pieces = [blk_iter[blk_ptr[t]:blk_ptr[t + 1]] for t in range(len(blk_ptr) - 1)]
     pieces = [p for p in pieces if p[0] < 144 and len(p) > 1]          # in ticket order
     assert sorted(len(p) for p in pieces) == sorted([5, 5, 2] * 12)
@@ -912,7 +914,7 @@ def test_dag_tickets_keep_the_schedules_order_inside_a_level():
     same = np.diff(level[seq]) == 0
     assert (np.diff(pos[seq])[same] > 0).all()
     with pytest.raises(ValueError, match="ties must be one of"):
-        t3.ticket_order(s, mats, "dag", ties="rows")
+        t3_tickets.ticket_order(s, mats, "dag", ties="rows")
 
 
 @pytest.mark.parametrize("pair", ["sptrsv_spmv", "sptrsv_sptrsv"])
@@ -1999,7 +2001,7 @@ def test_flat_records_property(n, m, seed, width, R, pair, kind):
     and schedule."""
     A = sm.powerlaw_laplacian(n, m=m, seed=seed)
     mats = operands(pair, A)
-    assume(rows.row_tables(pair, *mats).longest > t3.RECORD_CHUNK)     # the pair's own rows, not A's
+    assume(rows.row_tables(pair, *mats).longest > t3_records.RECORD_CHUNK)     # the pair's own rows, not A's
     b = np.random.default_rng(seed).standard_normal(n)
     old = t3.FLAT_WIDTH
     t3.FLAT_WIDTH = width

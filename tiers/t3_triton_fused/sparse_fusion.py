@@ -197,11 +197,6 @@ from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused
 from tiers.kernels.sparse_rows import CHUNK
 from tiers.validation import interpreting, validate_sparse_fusion
 
-# what the tests, the benchmark and dev/sparse_fusion/ read of the executors through this module
-from tiers.kernels.sparse_fusion_executors.chains import chain_blocks, segment_blocks  # noqa: F401,E402
-from tiers.kernels.sparse_fusion_executors.launch import resident_per_sm  # noqa: F401,E402
-from tiers.kernels.sparse_fusion_executors.records import RECORD_CHUNK  # noqa: F401,E402
-from tiers.kernels.sparse_fusion_executors.tickets import ticket_order  # noqa: F401,E402
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
 BLOCK_ROWS = {"syncfree": 16, "chains": 4, "segments": 4}
