@@ -19,6 +19,7 @@ from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
 from tiers import sparse_matrices as sm
+from tiers import validation
 from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
@@ -1497,6 +1498,25 @@ def test_breakdown_raises_on_every_call(pair, build, match):
         with pytest.raises(ValueError, match=match):
             run(v)
     assert (run.graph is not None) == t3.replays_graph(run) == (DEVICE == "cuda")
+
+
+PIVOTS = (1.0, -1.0, 0.0, -0.0, 1e-300, -1e-300, 1e300, float("inf"), float("-inf"), float("nan"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picks=st.lists(st.sampled_from(PIVOTS), min_size=1, max_size=40), kind=st.sampled_from(["ilu0", "ic0"]),
+       dtype=st.sampled_from(DTYPES))
+def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
+    """The pivot rule exists twice — validation.unusable_pivots (torch, t1) and the kernel behind
+    rows.breakdown_flag (t2, t3) — so the two must name the same lowest unusable row on every kind
+    of value: signed zeros, the smallest and largest magnitudes, both infinities, NaN."""
+    pivots = torch.tensor(picks, dtype=getattr(torch, dtype), device=DEVICE)
+    n = len(picks)
+    tables = type("Tables", (), {"n1": n, "factor": rows.ILU if kind == "ilu0" else rows.IC})()
+    flag = rows.breakdown_flag(tables, {"pivot_at": torch.arange(n, dtype=torch.int32, device=DEVICE)}, pivots)
+    bad = validation.unusable_pivots(kind, pivots).cpu()
+    expected = n - int(bad.nonzero()[0, 0]) if bool(bad.any()) else 0
+    assert int(flag[0]) == expected, (kind, picks)
 
 
 def _broken(name, size, pair, how, seed):
