@@ -1,0 +1,195 @@
+"""Per-block clock stamps of t3's dataflow kernel (the vector pairs): where a dependence hop goes.
+
+A developer's probe, not package code; it needs a CUDA GPU (inline PTX reads %globaltimer). Like
+stamps.py for the factor kernel, it copies the package's `_dataflow` and the functions it calls
+per block (`_pipelined`, `_half`, `_finish`), adds three stamps a block — T0 when the block's
+turn comes (before its wait), T1 once everything it reads is there, T2 once its results are
+computed and their stores issued — and the SM it ran on, launches the copy on the package's own
+plan and buffers, and relates each block to the block that wrote the last value it read (the
+latest T2 among its producers, found from the record's positions). Along the critical path (back
+from the last block to finish, producer by producer) each step is split into the hop (T1 minus
+the producer's T2: the store reaching L2, the polls that see it, or the program still busy with
+earlier blocks when T0 is later than the producer's T2) and the block's own work (T2 − T1).
+
+    python dev/sparse_fusion/flow_stamps.py OUTDIR matrix:size:pair:schedule,...
+
+e.g. poisson3d:100:sptrsv_spmv:sparse_fusion. Writes OUTDIR/flow_stamps.json (per case the
+package's and the stamped kernel's ms, percentiles in µs, the critical path's split) and
+OUTDIR/flow_stamps.npz (per case and block T0, T1, T2 in 10-ns units and the block that wrote
+the last value it read, −1 for none).
+"""
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from stamps import HEAD as STAMPS_HEAD       # the timer, SM id and dependence helpers of stamps.py
+from stamps import _source, pct, sub
+from tiers import fusion_schedules as fs
+from tiers.bench import sparse_fusion as bench
+from tiers.kernels.sparse_fusion_executors import launch, records
+from tiers.t3_triton_fused import sparse_fusion as sf
+
+HEAD = STAMPS_HEAD + '''
+from tiers.kernels.sparse_fusion_executors import records as _records
+globals().update({k: v for k, v in vars(_records).items() if not k.startswith("__")})
+
+
+'''
+
+
+def stamped_module():
+    """The stamped copies (`_dataflow_clk` and the functions it calls: one more argument, CLK,
+    first; five int64 a block: T0, T1, T2, SM, and where the loop reads the records itself (not
+    _pipelined) TR, when the block's record has arrived), imported from a temporary module."""
+    fin = _source(records._finish)
+    fin = sub(fin, "def _finish(", "def _finish_clk(CLK, ")
+    fin = sub(fin, "    x, rhs = vec_await_at(", "    c0 = _gt(t)\n    x, rhs = vec_await_at(")
+    fin = sub(fin, "rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)\n",
+              "rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)\n    c1 = _gt(_dep(x) + _dep(rhs))\n")
+    fin = sub(fin, "        tl.store(OUT + dst, q, mask=dst >= 0)\n",
+              "        tl.store(OUT + dst, q, mask=dst >= 0)\n"
+              "    c2 = _gt(_dep(q))\n    here = t < N_BLK\n    base = CLK + t.to(tl.int64) * 5\n"
+              "    tl.store(base + 0, c0, mask=here)\n    tl.store(base + 1, c1, mask=here)\n"
+              "    tl.store(base + 2, c2, mask=here)\n"
+              "    tl.store(base + 3, _smid(c0.to(tl.int32)).to(tl.int64), mask=here)\n")
+    half = _source(records._half)
+    half = sub(half, "def _half(", "def _half_clk(CLK, ")
+    half = sub(half, "    _finish(t, px,", "    _finish_clk(CLK, t, px,")
+    pipe = _source(records._pipelined)
+    pipe = sub(pipe, "def _pipelined(", "def _pipelined_clk(CLK, ")
+    pipe = sub(sub(pipe, "= _half(", "= _half_clk(CLK, "), "= _half(", "= _half_clk(CLK, ")
+    flow = _source(records._dataflow)
+    flow = sub(flow, "def _dataflow(", "def _dataflow_clk(CLK, ")
+    flow = sub(flow, "_pipelined(t, WIDTH,", "_pipelined_clk(CLK, t, WIDTH,")
+    flow = sub(flow, "            _finish(t, px,", "            _finish_clk(CLK, t, px,")
+    flow = sub(flow, "DIRECT, FOLD)\n            if LOOP and AHEAD > 0 and not STRIDE:",
+               "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * 5 + 4, _gt(_dep(px) + _dep(a)))\n"
+               "            if LOOP and AHEAD > 0 and not STRIDE:")
+    folder = tempfile.mkdtemp(prefix="tiers_flow_stamps_")
+    with open(os.path.join(folder, "tiers_flow_stamped.py"), "w") as f:
+        f.write(HEAD + "\n\n".join((fin, half, pipe, flow)))
+    sys.path.insert(0, folder)
+    import tiers_flow_stamped
+    return tiers_flow_stamped
+
+
+def analyze(run, clk, programs):
+    """Percentiles of each block's segments, and the critical path's split (module docstring)."""
+    blocks, sdev = run.plan
+    R, n = run.block_rows, run.tables.n1
+    T = clk.cpu().numpy().reshape(blocks, 5).astype(np.int64)
+    sm_id, rec, clk_min = T[:, 3].copy(), T[:, 4], T[:, 0].min()
+    T = T[:, :3] - clk_min
+    px = sdev["px"].cpu().numpy().astype(np.int64).reshape(blocks, -1)
+    blk, pos = np.nonzero(px >= n)
+    prod = (px[blk, pos] - n) // R
+    keep = prod != blk
+    blk, prod = blk[keep], prod[keep]
+    done = T[prod, 2]
+    order = np.lexsort((done, blk))
+    last = np.ones(len(order), bool)
+    last[:-1] = blk[order][1:] != blk[order][:-1]
+    pred_done = np.full(blocks, -1, dtype=np.int64)
+    argpred = np.full(blocks, -1, dtype=np.int64)
+    pred_done[blk[order][last]] = done[order][last]
+    argpred[blk[order][last]] = prod[order][last]
+    has = argpred >= 0
+    res = {"blocks": int(blocks), "programs": int(programs), "block_rows": R,
+           "span_us": round(float(T[:, 2].max()) / 1e3, 1), "sms_seen": int(np.unique(sm_id).size),
+           "wait_T0_T1": pct(T[:, 1] - T[:, 0]), "own_T1_T2": pct(T[:, 2] - T[:, 1]),
+           "hop_T1_minus_pred": pct(T[has, 1] - pred_done[has]),
+           "start_T0_minus_pred": pct(T[has, 0] - pred_done[has]),
+           "late_start_frac": round(float(np.mean(T[has, 0] > pred_done[has])), 3)}
+    prev = np.arange(blocks) - programs
+    pv = prev >= 0
+    res["program_gap_T0_minus_prevT2"] = pct(T[pv, 0] - T[prev[pv], 2])
+    if (rec[pv] > 0).all():            # the records' arrival (TR), stamped where the loop reads them itself
+        rec = rec - clk_min
+        res["record_TR_minus_prevT2"] = pct(rec[pv] - T[prev[pv], 2])
+        res["look_T0_minus_TR"] = pct(T[pv, 0] - rec[pv])
+    b = int(np.argmax(T[:, 2]))
+    path = []
+    while b >= 0 and len(path) < 1_000_000:
+        path.append(b)
+        b = int(argpred[b])
+    path = np.array(path[::-1])
+    ph, pd_ = path[1:], pred_done[path[1:]]
+    late = T[ph, 0] > pd_
+    hop = T[ph, 1] - pd_
+    res["path"] = {"steps": int(len(path)), "first_done_us": round(float(T[path[0], 2]) / 1e3, 2),
+                   "late_start_frac": round(float(np.mean(late)), 3) if len(ph) else None,
+                   "hop": pct(hop), "hop_waiting": pct(hop[~late]), "hop_late": pct(hop[late]),
+                   "own": pct(T[ph, 2] - T[ph, 1]),
+                   "sum_hop_us": round(float(hop.sum()) / 1e3, 1),
+                   "sum_hop_late_us": round(float(hop[late].sum()) / 1e3, 1),
+                   "sum_own_us": round(float((T[ph, 2] - T[ph, 1]).sum()) / 1e3, 1)}
+    return res, T, argpred
+
+
+def call_clk(run, v, kernel):
+    """One call of the package's dataflow path with the stamped kernel in place of _dataflow."""
+    blocks = run.plan[0]
+    clk = torch.zeros(blocks * 5, dtype=torch.int64, device=v.device)
+    orig_kernel, orig_launch = sf._dataflow, sf._launch_claimed
+    saved = run.resident
+    run.resident = getattr(run, "resident_clk", None)
+
+    def launch_clk(k, r, count, args, meta, pdl=False):
+        return orig_launch(kernel, r, count, (clk,) + tuple(args), meta, pdl=pdl)
+    sf._dataflow, sf._launch_claimed = kernel, launch_clk
+    try:
+        out = run(v)
+    finally:
+        sf._dataflow, sf._launch_claimed = orig_kernel, orig_launch
+        run.resident_clk, run.resident = run.resident, saved
+    return out, clk
+
+
+def main():
+    ck = stamped_module()
+    out_dir, cases = sys.argv[1], sys.argv[2].split(",")
+    os.makedirs(out_dir, exist_ok=True)
+    dev = torch.device("cuda")
+    from triton.testing import do_bench
+    results = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+               "triton": __import__("triton").__version__,
+               "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cases": []}
+    saved = {}
+    for case in cases:
+        name, size, pair, kind = case.split(":")[:4]
+        A = bench.make_matrix(name, int(size))
+        mats = bench.operands(pair, A)
+        v = torch.rand(A.shape[0], generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(dev) + 0.5
+        run = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor="dataflow")
+        assert not run.flat, "flat records (the power-law graph) run _flat, which this probe does not stamp"
+        refs = bench.reference(pair, mats, v.cpu().numpy())
+        ok, err, msg = bench.check(run(v), refs, "float64")
+        out, clk = call_clk(run, v, ck._dataflow_clk)
+        ok2, err2, msg2 = bench.check(out, refs, "float64")
+        tb, ti = [], []
+        for _ in range(3):
+            tb.append(do_bench(lambda: run(v), warmup=25, rep=200, return_mode="median"))
+            ti.append(do_bench(lambda: call_clk(run, v, ck._dataflow_clk), warmup=25, rep=200, return_mode="median"))
+        out, clk = call_clk(run, v, ck._dataflow_clk)
+        torch.cuda.synchronize()
+        per_sm = min(run.programs_per_sm, run.resident_clk or run.programs_per_sm)
+        programs = launch._programs(run.plan[0], per_sm, dev)
+        row = {"case": case, "ok": ok, "ok_clk": ok2, "err": max(err, err2), "msg": msg or msg2,
+               "ms": round(float(np.median(tb)), 4), "ms_clk": round(float(np.median(ti)), 4),
+               "early": bool(run.early), "claim": run.claim}
+        res, T, argpred = analyze(run, clk, programs)
+        row.update(res)
+        saved[case.replace(":", "_")] = np.concatenate([(T // 10).astype(np.int32), argpred[:, None].astype(np.int32)], 1)
+        print(json.dumps(row), flush=True)
+        results["cases"].append(row)
+        json.dump(results, open(os.path.join(out_dir, "flow_stamps.json"), "w"), indent=1)
+    np.savez_compressed(os.path.join(out_dir, "flow_stamps.npz"), **saved)
+
+
+if __name__ == "__main__":
+    main()
