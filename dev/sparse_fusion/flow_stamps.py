@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from stamps import HEAD as STAMPS_HEAD       # the timer, SM id and dependence helpers of stamps.py
-from stamps import _source, pct, sub
+from stamps import _source, critical_path, latest_producers, pct, sub
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import launch, records
@@ -91,13 +91,7 @@ def analyze(run, clk, programs):
     keep = prod != blk
     blk, prod = blk[keep], prod[keep]
     done = T[prod, 2]
-    order = np.lexsort((done, blk))
-    last = np.ones(len(order), bool)
-    last[:-1] = blk[order][1:] != blk[order][:-1]
-    pred_done = np.full(blocks, -1, dtype=np.int64)
-    argpred = np.full(blocks, -1, dtype=np.int64)
-    pred_done[blk[order][last]] = done[order][last]
-    argpred[blk[order][last]] = prod[order][last]
+    pred_done, argpred = latest_producers(blocks, blk, prod, done)
     has = argpred >= 0
     res = {"blocks": int(blocks), "programs": int(programs), "block_rows": R,
            "span_us": round(float(T[:, 2].max()) / 1e3, 1), "sms_seen": int(np.unique(sm_id).size),
@@ -112,12 +106,7 @@ def analyze(run, clk, programs):
         rec = rec - clk_min
         res["record_TR_minus_prevT2"] = pct(rec[pv] - T[prev[pv], 2])
         res["look_T0_minus_TR"] = pct(T[pv, 0] - rec[pv])
-    b = int(np.argmax(T[:, 2]))
-    path = []
-    while b >= 0 and len(path) < 1_000_000:
-        path.append(b)
-        b = int(argpred[b])
-    path = np.array(path[::-1])
+    path = critical_path(argpred, int(np.argmax(T[:, 2])))
     ph, pd_ = path[1:], pred_done[path[1:]]
     late = T[ph, 0] > pd_
     hop = T[ph, 1] - pd_

@@ -147,6 +147,29 @@ def pct(x):
     return {p: round(float(np.percentile(x, p)) / 1e3, 3) for p in (10, 50, 90)} | {"mean": round(float(x.mean()) / 1e3, 3)}
 
 
+def latest_producers(blocks, consumer, producer, done):
+    """Per block, the latest `done` time among the blocks it reads from (pairs consumer ←
+    producer, each with the producer's done time) and that producer: (pred_done, argpred), −1
+    where a block reads from none."""
+    order = np.lexsort((done, consumer))
+    last = np.ones(len(order), bool)
+    last[:-1] = consumer[order][1:] != consumer[order][:-1]
+    pred_done = np.full(blocks, -1, dtype=np.int64)
+    argpred = np.full(blocks, -1, dtype=np.int64)
+    pred_done[consumer[order][last]] = done[order][last]
+    argpred[consumer[order][last]] = producer[order][last]
+    return pred_done, argpred
+
+
+def critical_path(argpred, last_block):
+    """The blocks from the first to `last_block`, each one's latest producer before it."""
+    path, b = [], last_block
+    while b >= 0 and len(path) < 1_000_000:
+        path.append(b)
+        b = int(argpred[b])
+    return np.array(path[::-1])
+
+
 def analyze(run, sched, mats, clk, programs):
     blocks, sdev = run.plan[0], run.plan[1]
     blk_ptr = sdev["blk_ptr"].cpu().numpy().astype(np.int64)
@@ -171,13 +194,7 @@ def analyze(run, sched, mats, clk, programs):
     keep = (bu >= 0) & (bw >= 0) & (bu != bw)
     u, bu, bw = u[keep], bu[keep], bw[keep]
     done_u = np.where(u < n1, T[bu, 4], T[bu, 5])
-    order = np.lexsort((done_u, bw))
-    last = np.ones(len(order), bool)
-    last[:-1] = bw[order][1:] != bw[order][:-1]
-    pred_done = np.full(blocks, -1, dtype=np.int64)
-    argpred = np.full(blocks, -1, dtype=np.int64)
-    pred_done[bw[order][last]] = done_u[order][last]
-    argpred[bw[order][last]] = bu[order][last]
+    pred_done, argpred = latest_producers(blocks, bw, bu, done_u)
     has = argpred >= 0
     res = {"blocks": int(blocks), "programs": int(programs), "depth": int(level.max() + 1),
            "span_us": round(float(T[:, 5].max()) / 1e3, 1),
@@ -200,12 +217,7 @@ def analyze(run, sched, mats, clk, programs):
     pv = prev >= 0
     res["program_gap_T0_minus_prevT5"] = pct(T[pv, 0] - T[prev[pv], 5])
     # critical path back from the last block to finish
-    b = int(np.argmax(T[:, 5]))
-    path = []
-    while b >= 0 and len(path) < 100000:
-        path.append(b)
-        b = int(argpred[b])
-    path = np.array(path[::-1])
+    path = critical_path(argpred, int(np.argmax(T[:, 5])))
     ph = path[1:]
     pd_ = pred_done[ph]
     res["path"] = {
@@ -262,7 +274,6 @@ def main():
         call_clk(run, v, keep)
         torch.cuda.synchronize()
         programs = launch._programs(run.plan[0], min(run.programs_per_sm, run.resident_clk or 999), dev)
-        comp = CK._syncfree_clk  # register counts
         res, T = analyze(run, sched, mats, keep[0], programs)
         row = {"case": case, "ok": ok, "err": err, "ok_clk": ok2, "err_clk": err2, "msg": msg or msg2,
                "block_rows": run.block_rows, "programs_per_sm": run.programs_per_sm,
