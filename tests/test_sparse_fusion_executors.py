@@ -426,11 +426,36 @@ def test_writes_row_order_rule(monkeypatch):
         run = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow", claim=claim,
                          programs_per_sm=2)
         assert run.early is early and run.block_rows == 8
-    monkeypatch.setattr(t3, "CHUNK", tables.longest - 1)      # a row longer than CHUNK: no early look
+    monkeypatch.setattr(t3, "_long_records", lambda tables: False)
+    monkeypatch.setattr(t3, "CHUNK", tables.longest - 1)      # a row longer than CHUNK: no blocks of 8
     assert not t3.looks_early(s, mats, tables)
     monkeypatch.setattr(t3, "CHUNK", tables.longest)
     monkeypatch.setattr(t3, "EARLY_LOOK", False)
+    monkeypatch.setattr(t3, "_long_records", lambda tables: True)
     assert not t3.looks_early(s, mats, tables)
+
+
+def test_early_look_on_long_records(monkeypatch):
+    """looks_early's second case (_long_records): records longer than CHUNK slots a lane that hold
+    every row (the 27-point grid's 32) take the pipeline on narrow levels too; records of CHUNK
+    (2D and 7-point grids) and rows past their records (a hub: TAIL) do not."""
+    monkeypatch.setattr(t3, "WIDE_LEVELS", 1 << 30)           # every level narrow: no blocks of 8
+    band = sp.diags([2.0, 0.5, 0.5], [0, 1, 2], shape=(64, 64), format="csr")
+    hub = sp.lil_matrix(band + band.T)
+    hub[0, 1:t3_records.RECORD_CHUNK + 1] = 1.0
+    hub = sp.csr_matrix(hub)
+    for A, long in ((sm.poisson3d(3, points=27), True), (sm.poisson2d(6), False), (sm.poisson3d(3), False),
+                    (hub, False)):
+        mats = operands("sptrsv_spmv", A)
+        if A is hub:
+            mats = (sp.diags(hub.diagonal(), format="csr"), hub)
+        like = _vector(np.ones(A.shape[0]), "float64")
+        s = fs.inspect("sptrsv_spmv", *mats, kind="sparse_fusion")
+        run = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow", claim="stride",
+                         programs_per_sm=2)
+        assert t3._long_records(run.tables) is long and t3.looks_early(s, mats, run.tables) is long
+        assert run.early is (long and not run.flat)
+        assert (run.record_shape["CHUNK"] > t3.CHUNK and not run.record_shape["TAIL"]) is long
 
 
 def _vector_pair_cases(matrices, seed, tag):

@@ -49,6 +49,46 @@ def import_old(commit):
     return fs_old, sf_old
 
 
+def operands_and_vectors(case, dev):
+    """(pair, kind, dtype, operands, v64, v, v2) of a case name, matrix:size:pair:schedule[:dtype]: the
+    bench's matrix and operands, a float64 vector on the CPU, it and a second vector on `dev`."""
+    p = case.split(":")
+    name, size, pair, kind = p[0], int(p[1]), p[2], p[3]
+    dtype = p[4] if len(p) > 4 else "float64"
+    A = bench.make_matrix(name, size)
+    mats = bench.operands(pair, A)
+    g = torch.Generator().manual_seed(3)
+    v64 = torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5
+    v = v64.to(dev, getattr(torch, dtype))
+    v2 = (torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5).to(dev, getattr(torch, dtype))
+    return pair, kind, dtype, mats, v64, v, v2
+
+
+def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
+    """Each runner called 4 times, its 2nd and 4th results checked against `refs`; then `rounds`
+    rounds of do_bench medians of the runners that were right, the order rotated each round.
+    Returns the case's row (ok, err, rounds, ms)."""
+    row = {"case": case, "ok": {}, "err": {}, "rounds": {}}
+    for label in labels:
+        r = runs[label]
+        outs = [r(v) for _ in range(2)] + [r(v2), r(v)]
+        ok, err, msg = bench.check(outs[-1], refs, dtype)
+        ok0, err0, msg0 = bench.check(outs[1], refs, dtype)
+        row["ok"][label], row["err"][label] = bool(ok and ok0), float(max(err, err0))
+        row["graph_" + label] = getattr(r, "graph", None) is not None
+        if not (ok and ok0):
+            print("WRONG", case, label, msg, msg0, flush=True)
+    if v.is_cuda:
+        for rd in range(rounds):
+            k = rd % len(labels)
+            for label in labels[k:] + labels[:k]:
+                if row["ok"][label]:
+                    ms = do_bench(lambda: runs[label](v), warmup=25, rep=250, return_mode="median")
+                    row["rounds"].setdefault(label, []).append(round(ms, 4))
+    row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
+    return row
+
+
 def main():
     commit, out, cases = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     fs_old, sf_old = import_old(commit)
@@ -57,36 +97,12 @@ def main():
            "triton": __import__("triton").__version__, "old": commit,
            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
     for case in cases:
-        p = case.split(":")
-        name, size, pair, kind = p[0], int(p[1]), p[2], p[3]
-        dtype = p[4] if len(p) > 4 else "float64"
-        A = bench.make_matrix(name, size)
-        mats = bench.operands(pair, A)
-        g = torch.Generator().manual_seed(3)
-        v64 = torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5
-        v = v64.to(dev, getattr(torch, dtype))
-        v2 = (torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5).to(dev, getattr(torch, dtype))
+        pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
         s_new, s_old = fs.inspect(pair, *mats, kind=kind), fs_old.inspect(pair, *mats, kind=kind)
         runs = {"new": sf.prepare(pair, *mats, like=v, schedule=s_new, executor="dataflow")}
         for label in ("old", "old2"):
             runs[label] = sf_old.prepare(pair, *mats, like=v, schedule=s_old, executor="dataflow")
-        refs = bench.reference(pair, mats, v64.numpy())
-        row = {"case": case, "ok": {}, "err": {}, "rounds": {}}
-        for label in LABELS:
-            r = runs[label]
-            outs = [r(v) for _ in range(2)] + [r(v2), r(v)]
-            ok, err, msg = bench.check(outs[-1], refs, dtype)
-            ok0, err0, msg0 = bench.check(outs[1], refs, dtype)
-            row["ok"][label], row["err"][label] = bool(ok and ok0), float(max(err, err0))
-            row["graph_" + label] = getattr(r, "graph", None) is not None
-            if not (ok and ok0):
-                print("WRONG", case, label, msg, msg0, flush=True)
-        for rd in range(5):
-            for label in LABELS[rd % 3:] + LABELS[:rd % 3]:
-                if row["ok"][label]:
-                    ms = do_bench(lambda: runs[label](v), warmup=25, rep=250, return_mode="median")
-                    row["rounds"].setdefault(label, []).append(round(ms, 4))
-        row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
+        row = check_and_time(case, runs, list(LABELS), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         print(json.dumps(row), flush=True)
         res["rows"].append(row)
         json.dump(res, open(out, "w"), indent=1)

@@ -492,8 +492,9 @@ def writes_row_order(schedule, mats) -> bool:
 def looks_early(schedule, mats, tables) -> bool:
     """Whether striding dataflow programs run as a software pipeline (_dataflow's EARLY,
     _pipelined), reading the next blocks' records and entries before their block waits: where
-    EARLY_LOOK and the blocks hold 8 rows (dataflow_shape: the joint DAG's levels hold at least
-    WIDE_LEVELS iterations on average, and no row is longer than CHUNK). On such levels the
+    EARLY_LOOK and either the blocks hold 8 rows (dataflow_shape: the joint DAG's levels hold at
+    least WIDE_LEVELS iterations on average, and no row is longer than CHUNK) or the records are
+    long (_long_records: the 27-point grid, since 2026-12-02). On wide levels the
     blocks a program takes next were mostly written long before, so the early reads find them
     and the round trips of two blocks overlap; on narrow levels the early reads mostly find the
     sentinel and poll again, and the power-law graph's hub rows (tail_sum) lose too. Measured on
@@ -507,8 +508,25 @@ def looks_early(schedule, mats, tables) -> bool:
         → 0.524 / 0.512 / 1.481;
       sparse-fusion schedule, 3D grid (figures/data/early_look2_ab_*): as before 0.295 / 0.281 /
         0.447, "1" 0.274 / 0.263 / 0.435, this pipeline 0.274 / 0.259 / 0.421, and it at 24
-        programs an SM 0.313 / 0.265 / 0.466."""
-    return EARLY_LOOK and _eight_rows(schedule, mats, tables)
+        programs an SM 0.313 / 0.265 / 0.466;
+      on an H200 (2026-12-02, sparse-fusion schedule, same plans, 5 rotated rounds,
+        figures/data/early_27pt_*, early_2d_*), without → with the pipeline: 27-point grid at 8
+        programs an SM (LONG_PROGRAMS_PER_SM) 0.312 / 0.306 / 0.517 → 0.296 / 0.293 / 0.511 (at 12
+        and 16: 0.306 / 0.300 / 0.522 and 0.316 / 0.310 / 0.540; at 6 and 7, later,
+        figures/data/pps_f64_27pt_*: 0.299 / 0.293 / 0.505 and 0.296 / 0.290 / 0.509), its
+        records of 32 slots a lane being a round trip the pipeline hides; in float32 even at 8
+        (0.302 / 0.297 / 0.524 against 0.300 / 0.295 / 0.523, figures/data/pps_f32_27pt_*); 2D
+        grid at 16 0.966 / 0.950 / 1.857 → 0.965 / 0.955 / 1.864, not taken."""
+    return EARLY_LOOK and (_eight_rows(schedule, mats, tables) or _long_records(tables))
+
+
+def _long_records(tables) -> bool:
+    """Whether the dataflow records hold more than CHUNK entry slots a lane and every row fits in
+    them (record_chunk; the 27-point grid's 32): looks_early's second case. A program's gap
+    between blocks is then mostly the next record's round trip, which the pipeline issues while
+    the block before waits (flow_stamps: 0.38 µs of a 0.54 µs gap on the 27-point grid)."""
+    shape = record_shape(tables)
+    return shape["CHUNK"] > CHUNK and not shape["TAIL"]
 
 
 def dataflow_programs(tables) -> int:

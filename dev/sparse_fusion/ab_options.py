@@ -1,0 +1,70 @@
+"""A/B in one process: t3's dataflow runners of one working tree, prepared with different options.
+
+A developer's probe, not package code (needs a CUDA GPU; on a CPU it only checks the results). Each
+variant is `label=` followed by `key:value` items joined by "+": a keyword of `prepare`
+(programs_per_sm, block_rows, tickets, tickets_ahead, nap_ns, claim; integers where they parse),
+or `early:0` / `early:1`, which overrides the software-pipeline rule (looks_early) on the prepared
+runner. An empty variant is the package's defaults. Every runner of a case shares the case's
+schedule; the checks and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one
+row per case, with each runner's R, programs per SM, pipeline and claim) and prints each row.
+
+    python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
+        "rule=;off=early:0;p6=programs_per_sm:6"
+
+Data of 2026-12-02 (H200): figures/data/early_27pt_*, early_2d_*, early_pps_27pt_*.
+"""
+import json
+import sys
+import time
+
+import torch
+
+from ab_commit import check_and_time, operands_and_vectors    # the checks and rounds of ab_commit.py
+from tiers import fusion_schedules as fs
+from tiers.bench import sparse_fusion as bench
+from tiers.t3_triton_fused import sparse_fusion as sf
+
+
+def parse_variants(text):
+    """{label: (prepare keywords, early override or None)} from "a=;b=early:0+programs_per_sm:6"."""
+    variants = {}
+    for item in text.split(";"):
+        label, _, spec = item.partition("=")
+        kw, early = {}, None
+        for pair in filter(None, spec.split("+")):
+            key, _, value = pair.partition(":")
+            if key == "early":
+                early = value == "1"
+            else:
+                kw[key] = int(value) if value.lstrip("-").isdigit() else value
+        variants[label] = (kw, early)
+    return variants
+
+
+def main():
+    out, cases, variants = sys.argv[1], sys.argv[2].split(","), parse_variants(sys.argv[3])
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
+           "triton": __import__("triton").__version__, "variants": sys.argv[3],
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    for case in cases:
+        pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
+        s = fs.inspect(pair, *mats, kind=kind)
+        runs = {}
+        for label, (kw, early) in variants.items():
+            runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
+            if early is not None:
+                runs[label].early = early
+        row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
+        row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim]
+                        for label, r in runs.items()}
+        print(json.dumps(row), flush=True)
+        res["rows"].append(row)
+        json.dump(res, open(out, "w"), indent=1)
+        del runs
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
