@@ -34,9 +34,16 @@ from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import launch, records
 from tiers.t3_triton_fused import sparse_fusion as sf
 
-HEAD = STAMPS_HEAD + '''
+
+STAMPS = 7
+"""int64 stamps a block: T0, T1, T2, SM, TR (the loop that reads its records itself) and TA, TB
+(_pipelined's half, _half: as it starts, and once it has issued the next blocks' loads, before the
+block's _finish)."""
+
+HEAD = STAMPS_HEAD + f'''
 from tiers.kernels.sparse_fusion_executors import records as _records
-globals().update({k: v for k, v in vars(_records).items() if not k.startswith("__")})
+globals().update({{k: v for k, v in vars(_records).items() if not k.startswith("__")}})
+STAMPS = tl.constexpr({STAMPS})
 
 
 '''
@@ -44,8 +51,9 @@ globals().update({k: v for k, v in vars(_records).items() if not k.startswith("_
 
 def stamped_module():
     """The stamped copies (`_dataflow_clk` and the functions it calls: one more argument, CLK,
-    first; five int64 a block: T0, T1, T2, SM, and where the loop reads the records itself (not
-    _pipelined) TR, when the block's record has arrived), imported from a temporary module."""
+    first; STAMPS int64 a block: T0, T1, T2, SM, and where the loop reads the records itself (not
+    _pipelined) TR, when the block's record has arrived, where it is _pipelined TA and TB, when
+    the block's half starts and when it has issued its loads), imported from a temporary module."""
     fin = _source(records._finish)
     fin = sub(fin, "def _finish(", "def _finish_clk(CLK, ")
     fin = sub(fin, "    x, rhs = vec_await_at(", "    c0 = _gt(t)\n    x, rhs = vec_await_at(")
@@ -53,13 +61,17 @@ def stamped_module():
               "rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)\n    c1 = _gt(_dep(x) + _dep(rhs))\n")
     fin = sub(fin, "        tl.store(OUT + dst, q, mask=dst >= 0)\n",
               "        tl.store(OUT + dst, q, mask=dst >= 0)\n"
-              "    c2 = _gt(_dep(q))\n    here = t < N_BLK\n    base = CLK + t.to(tl.int64) * 5\n"
+              "    c2 = _gt(_dep(q))\n    here = t < N_BLK\n    base = CLK + t.to(tl.int64) * STAMPS\n"
               "    tl.store(base + 0, c0, mask=here)\n    tl.store(base + 1, c1, mask=here)\n"
               "    tl.store(base + 2, c2, mask=here)\n"
               "    tl.store(base + 3, _smid(c0.to(tl.int32)).to(tl.int64), mask=here)\n")
     half = _source(records._half)
     half = sub(half, "def _half(", "def _half_clk(CLK, ")
-    half = sub(half, "    _finish(t, px,", "    _finish_clk(CLK, t, px,")
+    half = sub(half, "    qb = _positions(", "    ta = _gt(t)\n    qb = _positions(")
+    half = sub(half, "    _finish(t, px,",
+               "    tb = _gt(t)\n    at = CLK + t.to(tl.int64) * STAMPS\n"
+               "    tl.store(at + 5, ta, mask=t < N_BLK)\n    tl.store(at + 6, tb, mask=t < N_BLK)\n"
+               "    _finish_clk(CLK, t, px,")
     pipe = _source(records._pipelined)
     pipe = sub(pipe, "def _pipelined(", "def _pipelined_clk(CLK, ")
     pipe = sub(sub(pipe, "= _half(", "= _half_clk(CLK, "), "= _half(", "= _half_clk(CLK, ")
@@ -68,7 +80,7 @@ def stamped_module():
     flow = sub(flow, "_pipelined(t, WIDTH,", "_pipelined_clk(CLK, t, WIDTH,")
     flow = sub(flow, "            _finish(t, px,", "            _finish_clk(CLK, t, px,")
     flow = sub(flow, "DIRECT, FOLD)\n            if LOOP and AHEAD > 0 and not STRIDE:",
-               "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * 5 + 4, _gt(_dep(px) + _dep(a)))\n"
+               "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * STAMPS + 4, _gt(_dep(px) + _dep(a)))\n"
                "            if LOOP and AHEAD > 0 and not STRIDE:")
     folder = tempfile.mkdtemp(prefix="tiers_flow_stamps_")
     with open(os.path.join(folder, "tiers_flow_stamped.py"), "w") as f:
@@ -82,8 +94,8 @@ def analyze(run, clk, programs):
     """Percentiles of each block's segments, and the critical path's split (module docstring)."""
     blocks, sdev = run.plan
     R, n = run.block_rows, run.tables.n1
-    T = clk.cpu().numpy().reshape(blocks, 5).astype(np.int64)
-    sm_id, rec, clk_min = T[:, 3].copy(), T[:, 4], T[:, 0].min()
+    T = clk.cpu().numpy().reshape(blocks, STAMPS).astype(np.int64)
+    sm_id, rec, half, clk_min = T[:, 3].copy(), T[:, 4], T[:, 5:7], T[:, 0].min()
     T = T[:, :3] - clk_min
     px = sdev["px"].cpu().numpy().astype(np.int64).reshape(blocks, -1)
     blk, pos = np.nonzero(px >= n)
@@ -106,6 +118,11 @@ def analyze(run, clk, programs):
         rec = rec - clk_min
         res["record_TR_minus_prevT2"] = pct(rec[pv] - T[prev[pv], 2])
         res["look_T0_minus_TR"] = pct(T[pv, 0] - rec[pv])
+    if (half[pv] > 0).all():           # the pipelined loop's half (_half): TA as it starts, TB before _finish
+        half = half - clk_min
+        res["half_TA_minus_prevT2"] = pct(half[pv, 0] - T[prev[pv], 2])
+        res["half_issue_TB_minus_TA"] = pct(half[pv, 1] - half[pv, 0])
+        res["half_T0_minus_TB"] = pct(T[pv, 0] - half[pv, 1])
     path = critical_path(argpred, int(np.argmax(T[:, 2])))
     ph, pd_ = path[1:], pred_done[path[1:]]
     late = T[ph, 0] > pd_
@@ -123,7 +140,7 @@ def analyze(run, clk, programs):
 def call_clk(run, v, kernel):
     """One call of the package's dataflow path with the stamped kernel in place of _dataflow."""
     blocks = run.plan[0]
-    clk = torch.zeros(blocks * 5, dtype=torch.int64, device=v.device)
+    clk = torch.zeros(blocks * STAMPS, dtype=torch.int64, device=v.device)
     orig_kernel, orig_launch = sf._dataflow, sf._launch_claimed
     saved = run.resident
     run.resident = getattr(run, "resident_clk", None)
