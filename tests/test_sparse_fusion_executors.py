@@ -438,7 +438,8 @@ def test_writes_row_order_rule(monkeypatch):
 def test_early_look_on_long_records(monkeypatch):
     """looks_early's second case (_long_records): records longer than CHUNK slots a lane that hold
     every row (the 27-point grid's 32) take the pipeline on narrow levels too; records of CHUNK
-    (2D and 7-point grids) and rows past their records (a hub: TAIL) do not."""
+    (2D and 7-point grids) and rows past their records (a hub: TAIL) do not. reads_every_slot: the
+    pipeline reads each block's widths only on long records."""
     monkeypatch.setattr(t3, "WIDE_LEVELS", 1 << 30)           # every level narrow: no blocks of 8
     band = sp.diags([2.0, 0.5, 0.5], [0, 1, 2], shape=(64, 64), format="csr")
     hub = sp.lil_matrix(band + band.T)
@@ -456,6 +457,10 @@ def test_early_look_on_long_records(monkeypatch):
         assert t3._long_records(run.tables) is long and t3.looks_early(s, mats, run.tables) is long
         assert run.early is (long and not run.flat)
         assert (run.record_shape["CHUNK"] > t3.CHUNK and not run.record_shape["TAIL"]) is long
+        # the pipelined loop reads every slot of records of CHUNK slots, widths only for long ones
+        assert t3.reads_every_slot(run.tables) is not long and run.every_slot is (run.early and not long)
+    monkeypatch.setattr(t3, "EVERY_SLOT", False)
+    assert not t3.reads_every_slot(run.tables)
 
 
 def _vector_pair_cases(matrices, seed, tag):

@@ -520,6 +520,23 @@ def looks_early(schedule, mats, tables) -> bool:
     return EARLY_LOOK and (_eight_rows(schedule, mats, tables) or _long_records(tables))
 
 
+def reads_every_slot(tables) -> bool:
+    """Whether the pipelined loop (looks_early) reads every entry slot of a record instead of each
+    block's width first (_dataflow's EVERY): where EVERY_SLOT and the records hold CHUNK slots a
+    lane (not _long_records). A half of the pipelined loop issues the next blocks' loads from
+    values loaded a half before (positions, widths); where a program's blocks wait little that
+    issue waited about a round trip, 0.45 µs (stamps TA to TB of flow_stamps.py, H200,
+    2026-12-02, figures/data/flow_stamps_half_*: 27-point 0.448, 3D 0.416 µs median). Without
+    the widths, measured on an H200 (2026-12-02, sparse-fusion schedule, one process a variant,
+    every output checked first), ms: a screen with every width CHUNK (float64, two processes of
+    each, figures/data/ab_width_*): 3D sptrsv_spmv 0.2335 / 0.2336 → 0.2280 / 0.2286; 27-point
+    sptrsv_spmv / spmv_sptrsv 0.2950 / 0.2915 → 0.3063 / 0.3030, its 32-slot records' padding
+    (rows of 14 and 27) costing more than the wait; this rule against none (figures/data/
+    ab_every_*), 3D sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.2322 / 0.2258 / 0.3746 → 0.2280 /
+    0.2214 / 0.3720, float32 sptrsv_spmv 0.2153 → 0.2117."""
+    return EVERY_SLOT and not _long_records(tables)
+
+
 def _long_records(tables) -> bool:
     """Whether the dataflow records hold more than CHUNK entry slots a lane and every row fits in
     them (record_chunk; the 27-point grid's 32): looks_early's second case. A program's gap
@@ -840,6 +857,9 @@ EARLY_LOOK = True
 """Whether striding dataflow programs may read the next blocks' records and entries early
 (_dataflow's EARLY, _pipelined), where looks_early says so."""
 
+EVERY_SLOT = True
+"""Whether the pipelined loop may read every slot of a record without its width (reads_every_slot)."""
+
 FOLD_RHS = True
 """Whether the dataflow executor folds right-hand sides into its records' entry slots where they
 fit (folds_rhs)."""
@@ -922,6 +942,7 @@ def _run_dataflow(run, val, vec, vector):
                          vec, n, vector),
                         dict(meta, PTX=not interpreting(),
                              AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
+                             EVERY=run.every_slot,
                              SPLIT=split, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
@@ -1008,6 +1029,7 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
+            self.every_slot = self.early and reads_every_slot(self.tables)
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)

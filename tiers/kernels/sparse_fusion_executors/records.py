@@ -128,7 +128,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
               FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
-              SPLIT: tl.constexpr = False):
+              SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -160,7 +160,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     reads what that kernel does not write, and waits for it (gdc_wait) before its first look at
     VEC; after its last block it lets the kernel after it be launched. SPLIT (reads_input_apart):
     VEC holds no copy of the input, whose entries (positions below N_IN) are read from IN, the
-    caller's vector (_at)."""
+    caller's vector (_at). EVERY (pipelined loop only, reads_every_slot): no widths; every slot of
+    a record is read."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
@@ -178,7 +179,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     if EARLY and STRIDE:
         _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT)
+                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY)
     else:
         if PDL and STRIDE:
             gdc_wait()
@@ -224,9 +225,12 @@ def _look(VEC, IN, px, rhs_at, N_IN, SPLIT: tl.constexpr):
 
 
 @triton.jit
-def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr):
-    """Block t's width (0 past the last block; every slot where TAIL, which reads no widths)."""
+def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr, EVERY: tl.constexpr):
+    """Block t's width (0 past the last block; every slot where TAIL, which reads no widths, or
+    EVERY)."""
     if TAIL:
+        return CHUNK
+    elif EVERY:
         return CHUNK
     else:
         return tl.load(WIDTH + t, mask=t < N_BLK, other=0)
@@ -236,31 +240,33 @@ def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr):
 def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
                IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
                PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
-               TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr):
+               TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr,
+               EVERY: tl.constexpr):
     """_dataflow's striding loop as a software pipeline (EARLY, looks_early), block b of a program
     being followed by b + P: while block b waits, block b + P's record is loaded and its entries
     read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
     record of block b + 3P (_half). Blocks go in pairs, so that the loop's two halves take turns
     with two sets of registers: no copy from one to the other waits for a load. A block's width
-    is read a block before it is first needed."""
+    is read a block before it is first needed, or with EVERY not at all: every slot is read
+    (reads_every_slot)."""
     P = tl.num_programs(0)
-    w = _width(WIDTH, t, N_BLK, TAIL, CHUNK)
+    w = _width(WIDTH, t, N_BLK, TAIL, CHUNK, EVERY)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                                                              R, CHUNK, TAIL, DIRECT, FOLD)
     if PDL:
         gdc_wait()
     x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
-    wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK)
-    wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK)
-    wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK)
+    wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK, EVERY)
+    wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK, EVERY)
+    wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK, EVERY)
     qa = _positions(t + P, wa, N_BLK, PX, R, CHUNK)
     while t < N_BLK:
-        wd = _width(WIDTH, t + 4 * P, N_BLK, TAIL, CHUNK)
+        wd = _width(WIDTH, t + 4 * P, N_BLK, TAIL, CHUNK, EVERY)
         qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
             t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
             TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT)
-        we = _width(WIDTH, t + 5 * P, N_BLK, TAIL, CHUNK)
+        we = _width(WIDTH, t + 5 * P, N_BLK, TAIL, CHUNK, EVERY)
         p1 = qa
         qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
             t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
