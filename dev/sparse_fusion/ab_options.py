@@ -4,14 +4,16 @@ A developer's probe, not package code (needs a CUDA GPU; on a CPU it only checks
 variant is `label=` followed by `key:value` items joined by "+": a keyword of `prepare`
 (programs_per_sm, block_rows, tickets, tickets_ahead, nap_ns, claim; integers where they parse),
 or `early:0` / `early:1`, which overrides the software-pipeline rule (looks_early) on the prepared
-runner. An empty variant is the package's defaults. Every runner of a case shares the case's
-schedule; the checks and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one
-row per case, with each runner's R, programs per SM, pipeline and claim) and prints each row.
+runner (reads_every_slot then applies as it would). An empty variant is the package's defaults.
+Every runner of a case shares the case's schedule; the checks and rotated rounds are
+ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with each runner's R,
+programs per SM, pipeline and claim) and prints each row.
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
 
-Data of 2026-12-02 (H200): figures/data/early_27pt_*, early_2d_*, early_pps_27pt_*.
+Data of 2026-12-02 (H200): figures/data/early_f32_27pt_*, pps_f32_27pt_*, pps_f64_27pt_*, f32_3d_*
+(and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form).
 """
 import json
 import sys
@@ -53,8 +55,9 @@ def main():
         runs = {}
         for label, (kw, early) in variants.items():
             runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
-            if early is not None:
+            if early is not None:           # and the pipeline's slots rule with it (Prepared)
                 runs[label].early = early
+                runs[label].every_slot = early and sf.reads_every_slot(runs[label].tables)
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim]
                         for label, r in runs.items()}

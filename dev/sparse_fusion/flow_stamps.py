@@ -10,6 +10,8 @@ latest T2 among its producers, found from the record's positions). Along the cri
 from the last block to finish, producer by producer) each step is split into the hop (T1 minus
 the producer's T2: the store reaching L2, the polls that see it, or the program still busy with
 earlier blocks when T0 is later than the producer's T2) and the block's own work (T2 − T1).
+In the pipelined loop (_pipelined) each block's half is stamped twice more: TA as it starts and
+TB once it has issued the next blocks' loads (STAMPS).
 
     python dev/sparse_fusion/flow_stamps.py OUTDIR matrix:size:pair:schedule,...
 

@@ -68,8 +68,9 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
     first record_chunk entries' positions and signed values, the right-hand side, the divisor and
     its reciprocal (r·(1/d) plus one Markstein correction rounds as r/d). Rows longer than the
     record keep an entry range and read the rest trip by trip (record_shape's TAIL, tail_sum);
-    otherwise a striding program reads a block's record only as wide as its longest row (WIDTH),
-    and the right-hand side rides in the entry slots (folds_rhs: one gather, not two).
+    otherwise a striding program reads a block's record only as wide as its longest row (WIDTH;
+    in the pipelined loop only on long records, reads_every_slot), and the right-hand side rides
+    in the entry slots (folds_rhs: one gather, not two).
   * Slots. Lane j of block t writes VEC entry n + t·R + j, so a block's results are one
     contiguous store; the results reach row order by a second store from the kernel or a gather
     after it (writes_row_order). Only the slots some row reads get the sentinel, and the kernel
@@ -539,9 +540,10 @@ def reads_every_slot(tables) -> bool:
 
 def _long_records(tables) -> bool:
     """Whether the dataflow records hold more than CHUNK entry slots a lane and every row fits in
-    them (record_chunk; the 27-point grid's 32): looks_early's second case. A program's gap
-    between blocks is then mostly the next record's round trip, which the pipeline issues while
-    the block before waits (flow_stamps: 0.38 µs of a 0.54 µs gap on the 27-point grid)."""
+    them (record_chunk; the 27-point grid's 32): looks_early's second case. Without the pipeline
+    most of a program's gap between blocks there was the next record's round trip (flow_stamps:
+    0.38 µs of 0.54 on the 27-point grid), which the pipeline issues while the block before
+    waits."""
     shape = record_shape(tables)
     return shape["CHUNK"] > CHUNK and not shape["TAIL"]
 
