@@ -55,9 +55,8 @@ def main():
         runs = {}
         for label, (kw, early) in variants.items():
             runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
-            if early is not None:           # and the pipeline's slots rule with it (Prepared)
+            if early is not None:
                 runs[label].early = early
-                runs[label].every_slot = early and sf.reads_every_slot(runs[label].tables)
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim]
                         for label, r in runs.items()}

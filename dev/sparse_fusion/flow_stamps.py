@@ -23,14 +23,13 @@ the last value it read, −1 for none).
 import json
 import os
 import sys
-import tempfile
 import time
 
 import numpy as np
 import torch
 
 from stamps import HEAD as STAMPS_HEAD       # the timer, SM id and dependence helpers of stamps.py
-from stamps import _source, critical_path, latest_producers, pct, sub
+from stamps import _source, critical_path, import_source, latest_producers, pct, sub
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import launch, records
@@ -84,12 +83,7 @@ def stamped_module():
     flow = sub(flow, "DIRECT, FOLD)\n            if LOOP and AHEAD > 0 and not STRIDE:",
                "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * STAMPS + 4, _gt(_dep(px) + _dep(a)))\n"
                "            if LOOP and AHEAD > 0 and not STRIDE:")
-    folder = tempfile.mkdtemp(prefix="tiers_flow_stamps_")
-    with open(os.path.join(folder, "tiers_flow_stamped.py"), "w") as f:
-        f.write(HEAD + "\n\n".join((fin, half, pipe, flow)))
-    sys.path.insert(0, folder)
-    import tiers_flow_stamped
-    return tiers_flow_stamped
+    return import_source("tiers_flow_stamped", HEAD + "\n\n".join((fin, half, pipe, flow)))
 
 
 def analyze(run, clk, programs):

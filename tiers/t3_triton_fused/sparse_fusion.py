@@ -1031,7 +1031,7 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
-            self.every_slot = self.early and reads_every_slot(self.tables)
+            self.slots_rule = reads_every_slot(self.tables)     # decided once: record_shape reads the tables
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
@@ -1043,6 +1043,12 @@ class Prepared:
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
+
+    @property
+    def every_slot(self) -> bool:
+        """Whether the pipelined loop reads every slot of a record (the dataflow executor over
+        records; reads_every_slot): only where the pipeline runs (early)."""
+        return self.early and self.slots_rule
 
     @property
     def fused(self) -> int:
