@@ -246,9 +246,12 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
     being followed by b + P: while block b waits, block b + P's record is loaded and its entries
     read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
     record of block b + 3P (_half). Blocks go in pairs, so that the loop's two halves take turns
-    with two sets of registers: no copy from one to the other waits for a load. A block's width
-    is read a block before it is first needed, or with EVERY not at all: every slot is read
-    (reads_every_slot)."""
+    with two sets of registers for the records: no copy from one to the other waits for a load.
+    The positions are live for three halves: in sm_90 SASS those the pair's second half loads are
+    copied at the loop's end, before that half's store. A loop over blocks in fours without the
+    copies, its positions loaded a block earlier, was 8–9 % slower on the 3D grid (H200,
+    2026-12-02, figures/data/deep_positions_*). A block's width is read a block before it is first
+    needed, or with EVERY not at all: every slot is read (reads_every_slot)."""
     P = tl.num_programs(0)
     w = _width(WIDTH, t, N_BLK, TAIL, CHUNK, EVERY)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
