@@ -439,7 +439,8 @@ def test_early_look_on_long_records(monkeypatch):
     """looks_early's second case (_long_records): records longer than CHUNK slots a lane that hold
     every row (the 27-point grid's 32) take the pipeline on narrow levels too; records of CHUNK
     (2D and 7-point grids) and rows past their records (a hub: TAIL) do not. reads_every_slot: the
-    pipeline reads each block's widths only on long records."""
+    pipeline reads each block's widths only on long records; whole_records: no kernel reads widths
+    where rows pass their records."""
     monkeypatch.setattr(t3, "WIDE_LEVELS", 1 << 30)           # every level narrow: no blocks of 8
     band = sp.diags([2.0, 0.5, 0.5], [0, 1, 2], shape=(64, 64), format="csr")
     hub = sp.lil_matrix(band + band.T)
@@ -459,6 +460,8 @@ def test_early_look_on_long_records(monkeypatch):
         assert (run.record_shape["CHUNK"] > t3.CHUNK and not run.record_shape["TAIL"]) is long
         # the pipelined loop reads every slot of records of CHUNK slots, widths only for long ones
         assert t3.reads_every_slot(run.tables) is not long and run.every_slot is (run.early and not long)
+        # and no widths at all where rows pass their records (the hub: TAIL)
+        assert run.whole_records is ((A is hub) or run.every_slot) and run.record_shape["TAIL"] is (A is hub)
     monkeypatch.setattr(t3, "EVERY_SLOT", False)
     assert not t3.reads_every_slot(run.tables)
 

@@ -574,10 +574,9 @@ def dataflow_programs(tables) -> int:
     of their own (HUBS_ALONE, 2026-11-28) the power-law graph is faster at 32 than at 24 (0.488 /
     0.405 / 0.416 against 0.500 / 0.438 / 0.447 ms in the order above, sparse-fusion schedule); the
     launch asks for no more than an SM holds (resident_per_sm: 28 of this kernel on the H100)."""
-    shape = record_shape(tables)
-    if shape["WIDE"]:
+    if record_shape(tables)["WIDE"]:
         return WIDE_PROGRAMS_PER_SM
-    return LONG_PROGRAMS_PER_SM if shape["CHUNK"] > CHUNK else PROGRAMS_PER_SM
+    return LONG_PROGRAMS_PER_SM if _long_records(tables) else PROGRAMS_PER_SM
 
 
 def executors_for(pair: str) -> tuple:
@@ -944,7 +943,7 @@ def _run_dataflow(run, val, vec, vector):
                          vec, n, vector),
                         dict(meta, PTX=not interpreting(),
                              AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
-                             EVERY=run.every_slot,
+                             EVERY=run.whole_records,
                              SPLIT=split, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
@@ -1049,6 +1048,13 @@ class Prepared:
         """Whether the pipelined loop reads every slot of a record (the dataflow executor over
         records; reads_every_slot): only where the pipeline runs (early)."""
         return self.early and self.slots_rule
+
+    @property
+    def whole_records(self) -> bool:
+        """Whether the dataflow kernel reads every slot of its records and no widths (_dataflow's
+        EVERY): where rows pass their records (TAIL: measured, record_shape) or the pipelined loop
+        reads every slot (every_slot)."""
+        return self.record_shape["TAIL"] or self.every_slot
 
     @property
     def fused(self) -> int:

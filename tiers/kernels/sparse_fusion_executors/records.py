@@ -140,17 +140,17 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     AHEAD (persistent programs): 0, the next ticket is taken after the block; 1, the program
     already holds it while this block waits, and takes the one after; 2, it also asks L1 for
     that next block's record (with PTX). Holding tickets ahead keeps the tickets' argument
-    (sparse_fusion.py's docstring): a program's current block is the lowest it holds, so the lowest unfinished block
-    is some running program's current one, and everything it waits for is finished. PENDING
-    (polls_pending): a repeated poll reads only the entries still pending (vec_loads, tail_sum).
-    TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV). STRIDE (claim "stride", CLAIMS): no
-    tickets; program p runs blocks p, p + P, … of the P launched together, and with AHEAD 2 asks L1
-    for the next one's record. DIRECT: lane j also stores its result at OUT[dst], its place in row
-    order (writes_row_order); else the caller gathers the slots back. WIDTH: the entry slots
-    block t's rows use (_records reads no more); a striding program knows its next blocks, so it
-    asks for the width of the one after next while this block runs, and reads no padding, in the
-    record or its prefetch; a program taking tickets reads every slot, and so does every program
-    where TAIL (measured: record_shape). TAIL: some row is longer than CHUNK, whose rest
+    (sparse_fusion.py's docstring): a program's current block is the lowest it holds, so the
+    lowest unfinished block is some running program's current one, and everything it waits for
+    is finished. PENDING (polls_pending): a repeated poll reads only the entries still pending
+    (vec_loads, tail_sum). TRIP_DIV: narrows tail_sum's wide trips (WIDE_TRIP_DIV). STRIDE (claim
+    "stride", CLAIMS): no tickets; program p runs blocks p, p + P, … of the P launched together,
+    and with AHEAD 2 asks L1 for the next one's record. DIRECT: lane j also stores its result at
+    OUT[dst], its place in row order (writes_row_order); else the caller gathers the slots back.
+    WIDTH: the entry slots block t's rows use (_records reads no more); a striding program knows
+    its next blocks, so it asks for the width of the one after next while this block runs, and
+    reads no padding, in the record or its prefetch; a program taking tickets reads every slot,
+    and so does every program with EVERY. TAIL: some row is longer than CHUNK, whose rest
     tail_sum reads; without it the record holds no entry range or sign. FOLD (record_shape): the
     right-hand side is read as one more entry slot, with the others (_dataflow_plan). EARLY
     (striding, looks_early): the loop runs as a software pipeline (_pipelined): the next blocks'
@@ -160,14 +160,15 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     reads what that kernel does not write, and waits for it (gdc_wait) before its first look at
     VEC; after its last block it lets the kernel after it be launched. SPLIT (reads_input_apart):
     VEC holds no copy of the input, whose entries (positions below N_IN) are read from IN, the
-    caller's vector (_at). EVERY (pipelined loop only, reads_every_slot): no widths; every slot of
-    a record is read."""
+    caller's vector (_at). EVERY (Prepared.whole_records): no widths; every slot of a record is
+    read — where TAIL (measured: record_shape) or the pipelined loop reads every slot
+    (reads_every_slot)."""
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
         t = tl.program_id(0)
         n1 = t + tl.num_programs(0)
-        if not TAIL:
+        if not EVERY:
             w = tl.load(WIDTH + t)
             w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
     else:
@@ -187,7 +188,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             if STRIDE:
                 n2 = n1 + tl.num_programs(0)
                 w2 = w1
-                if not TAIL:
+                if not EVERY:
                     w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
             px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D,
                                                                      DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
@@ -225,12 +226,9 @@ def _look(VEC, IN, px, rhs_at, N_IN, SPLIT: tl.constexpr):
 
 
 @triton.jit
-def _width(WIDTH, t, N_BLK, TAIL: tl.constexpr, CHUNK: tl.constexpr, EVERY: tl.constexpr):
-    """Block t's width (0 past the last block; every slot where TAIL, which reads no widths, or
-    EVERY)."""
-    if TAIL:
-        return CHUNK
-    elif EVERY:
+def _width(WIDTH, t, N_BLK, CHUNK: tl.constexpr, EVERY: tl.constexpr):
+    """Block t's width (0 past the last block; every slot with EVERY)."""
+    if EVERY:
         return CHUNK
     else:
         return tl.load(WIDTH + t, mask=t < N_BLK, other=0)
@@ -253,23 +251,23 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
     2026-12-02, figures/data/deep_positions_*). A block's width is read a block before it is first
     needed, or with EVERY not at all: every slot is read (reads_every_slot)."""
     P = tl.num_programs(0)
-    w = _width(WIDTH, t, N_BLK, TAIL, CHUNK, EVERY)
+    w = _width(WIDTH, t, N_BLK, CHUNK, EVERY)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                                                              R, CHUNK, TAIL, DIRECT, FOLD)
     if PDL:
         gdc_wait()
     x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
-    wa = _width(WIDTH, t + P, N_BLK, TAIL, CHUNK, EVERY)
-    wb = _width(WIDTH, t + 2 * P, N_BLK, TAIL, CHUNK, EVERY)
-    wc = _width(WIDTH, t + 3 * P, N_BLK, TAIL, CHUNK, EVERY)
+    wa = _width(WIDTH, t + P, N_BLK, CHUNK, EVERY)
+    wb = _width(WIDTH, t + 2 * P, N_BLK, CHUNK, EVERY)
+    wc = _width(WIDTH, t + 3 * P, N_BLK, CHUNK, EVERY)
     qa = _positions(t + P, wa, N_BLK, PX, R, CHUNK)
     while t < N_BLK:
-        wd = _width(WIDTH, t + 4 * P, N_BLK, TAIL, CHUNK, EVERY)
+        wd = _width(WIDTH, t + 4 * P, N_BLK, CHUNK, EVERY)
         qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
             t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
             TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT)
-        we = _width(WIDTH, t + 5 * P, N_BLK, TAIL, CHUNK, EVERY)
+        we = _width(WIDTH, t + 5 * P, N_BLK, CHUNK, EVERY)
         p1 = qa
         qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
             t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
