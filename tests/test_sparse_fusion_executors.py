@@ -426,12 +426,12 @@ def test_writes_row_order_rule(monkeypatch):
         run = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow", claim=claim,
                          programs_per_sm=2)
         assert run.early is early and run.block_rows == 8
-    monkeypatch.setattr(t3, "_long_records", lambda tables: False)
+    monkeypatch.setattr(t3, "_long_records", lambda shape: False)
     monkeypatch.setattr(t3, "CHUNK", tables.longest - 1)      # a row longer than CHUNK: no blocks of 8
     assert not t3.looks_early(s, mats, tables)
     monkeypatch.setattr(t3, "CHUNK", tables.longest)
     monkeypatch.setattr(t3, "EARLY_LOOK", False)
-    monkeypatch.setattr(t3, "_long_records", lambda tables: True)
+    monkeypatch.setattr(t3, "_long_records", lambda shape: True)
     assert not t3.looks_early(s, mats, tables)
 
 
@@ -455,15 +455,15 @@ def test_early_look_on_long_records(monkeypatch):
         s = fs.inspect("sptrsv_spmv", *mats, kind="sparse_fusion")
         run = t3.prepare("sptrsv_spmv", *mats, like=like, schedule=s, executor="dataflow", claim="stride",
                          programs_per_sm=2)
-        assert t3._long_records(run.tables) is long and t3.looks_early(s, mats, run.tables) is long
+        assert t3._long_records(run.record_shape) is long and t3.looks_early(s, mats, run.tables) is long
         assert run.early is (long and not run.flat)
         assert (run.record_shape["CHUNK"] > t3.CHUNK and not run.record_shape["TAIL"]) is long
         # the pipelined loop reads every slot of records of CHUNK slots, widths only for long ones
-        assert t3.reads_every_slot(run.tables) is not long and run.every_slot is (run.early and not long)
+        assert t3.reads_every_slot(run.record_shape) is not long and run.every_slot is (run.early and not long)
         # and no widths at all where rows pass their records (the hub: TAIL)
         assert run.whole_records is ((A is hub) or run.every_slot) and run.record_shape["TAIL"] is (A is hub)
     monkeypatch.setattr(t3, "EVERY_SLOT", False)
-    assert not t3.reads_every_slot(run.tables)
+    assert not t3.reads_every_slot(run.record_shape)
 
 
 def _vector_pair_cases(matrices, seed, tag):

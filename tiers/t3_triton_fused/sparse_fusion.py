@@ -518,10 +518,10 @@ def looks_early(schedule, mats, tables) -> bool:
         records of 32 slots a lane being a round trip the pipeline hides; in float32 even at 8
         (0.302 / 0.297 / 0.524 against 0.300 / 0.295 / 0.523, figures/data/pps_f32_27pt_*); 2D
         grid at 16 0.966 / 0.950 / 1.857 → 0.965 / 0.955 / 1.864, not taken."""
-    return EARLY_LOOK and (_eight_rows(schedule, mats, tables) or _long_records(tables))
+    return EARLY_LOOK and (_eight_rows(schedule, mats, tables) or _long_records(record_shape(tables)))
 
 
-def reads_every_slot(tables) -> bool:
+def reads_every_slot(shape) -> bool:
     """Whether the pipelined loop (looks_early) reads every entry slot of a record instead of each
     block's width first (_dataflow's EVERY): where EVERY_SLOT and the records hold CHUNK slots a
     lane (not _long_records). A half of the pipelined loop issues the next blocks' loads from
@@ -535,16 +535,16 @@ def reads_every_slot(tables) -> bool:
     (rows of 14 and 27) costing more than the wait; this rule against none (figures/data/
     ab_every_*), 3D sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.2322 / 0.2258 / 0.3746 → 0.2280 /
     0.2214 / 0.3720, float32 sptrsv_spmv 0.2153 → 0.2117."""
-    return EVERY_SLOT and not _long_records(tables)
+    return EVERY_SLOT and not _long_records(shape)
 
 
-def _long_records(tables) -> bool:
-    """Whether the dataflow records hold more than CHUNK entry slots a lane and every row fits in
-    them (record_chunk; the 27-point grid's 32): looks_early's second case. Without the pipeline
+def _long_records(shape) -> bool:
+    """Whether the dataflow records of this shape (record_shape) hold more than CHUNK entry slots
+    a lane and every row fits in them (record_chunk; the 27-point grid's 32): looks_early's second
+    case. Without the pipeline
     most of a program's gap between blocks there was the next record's round trip (flow_stamps:
     0.38 µs of 0.54 on the 27-point grid), which the pipeline issues while the block before
     waits."""
-    shape = record_shape(tables)
     return shape["CHUNK"] > CHUNK and not shape["TAIL"]
 
 
@@ -574,9 +574,10 @@ def dataflow_programs(tables) -> int:
     of their own (HUBS_ALONE, 2026-11-28) the power-law graph is faster at 32 than at 24 (0.488 /
     0.405 / 0.416 against 0.500 / 0.438 / 0.447 ms in the order above, sparse-fusion schedule); the
     launch asks for no more than an SM holds (resident_per_sm: 28 of this kernel on the H100)."""
-    if record_shape(tables)["WIDE"]:
+    shape = record_shape(tables)
+    if shape["WIDE"]:
         return WIDE_PROGRAMS_PER_SM
-    return LONG_PROGRAMS_PER_SM if _long_records(tables) else PROGRAMS_PER_SM
+    return LONG_PROGRAMS_PER_SM if _long_records(shape) else PROGRAMS_PER_SM
 
 
 def executors_for(pair: str) -> tuple:
@@ -1030,7 +1031,6 @@ class Prepared:
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
-            self.slots_rule = reads_every_slot(self.tables)     # decided once: record_shape reads the tables
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
@@ -1047,7 +1047,7 @@ class Prepared:
     def every_slot(self) -> bool:
         """Whether the pipelined loop reads every slot of a record (the dataflow executor over
         records; reads_every_slot): only where the pipeline runs (early)."""
-        return self.early and self.slots_rule
+        return self.early and reads_every_slot(self.record_shape)
 
     @property
     def whole_records(self) -> bool:
