@@ -9,9 +9,10 @@ two vectors and its 2nd and 4th results checked against float64 (the 2nd after t
 call must not overwrite an earlier result); then 5 rounds of do_bench medians, the order rotated
 each round. Writes OUT.json (one row per case) and prints each row.
 
-    python dev/sparse_fusion/ab_commit.py COMMIT OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
+    python dev/sparse_fusion/ab_commit.py COMMIT|FILE.tar OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
 
-Data of 2026-12-01 (H200): figures/data/ab_pivots_* and ab_pivots_in_kernel_* (COMMIT 6986f32).
+Data of 2026-12-01 (H200): figures/data/ab_pivots_* and ab_pivots_in_kernel_* (COMMIT 6986f32); of
+2026-12-02: ab_steps_*, ab_across_* (a tar of ca82b48).
 """
 import json
 import re
@@ -33,9 +34,14 @@ LABELS = ("old", "new", "old2")
 
 
 def import_old(commit):
-    """(fusion_schedules, t3 sparse_fusion) of `commit`'s package, imported as tiers_old."""
+    """(fusion_schedules, t3 sparse_fusion) of `commit`'s package, imported as tiers_old. `commit`
+    may also name a tar file of it (`git archive COMMIT tiers > FILE.tar`, made here: the lent
+    GPU's copy of the repository may not hold the commit)."""
     root = Path(tempfile.mkdtemp())
-    tar = subprocess.run(["git", "archive", commit, "tiers"], check=True, capture_output=True).stdout
+    if commit.endswith(".tar"):
+        tar = Path(commit).read_bytes()
+    else:
+        tar = subprocess.run(["git", "archive", commit, "tiers"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
     (root / "tiers").rename(root / "tiers_old")
     for f in (root / "tiers_old").rglob("*.py"):

@@ -549,7 +549,7 @@ def _ones(x, WIDE: tl.constexpr):
 
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
-               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr):
+               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, ACROSS: tl.constexpr = False):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -568,7 +568,9 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
             (RowTables.step_bits), so the pair of entry j is the one after as many pairs as the
             step has bits below j. Gathered entries first: Triton 3.6 spreads a gather's first
             dimension across threads, and the steps want each thread to hold one entry of every
-            step (held_finish permutes it to [R, S, W])."""
+            step (held_finish permutes it to [R, S, W]). ACROSS (IC(0)'s grid read across,
+            held_steps): steps first, [S, W, R], so that each thread holds one step's operands of
+            every entry (permuted to [R, W, S])."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     span = tl.load(HOLD_LEN + v, mask=ok, other=0)
@@ -583,15 +585,22 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
     GRID: tl.constexpr = S * C * W > _GRID_WORK
     if GRID:
-        bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[None, :, :]
-        j = tl.arange(0, W)[:, None, None]
+        if ACROSS:                     # the steps first, so that the threads spread them: [S, W, R]
+            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, None, :]
+            j = tl.arange(0, W)[None, :, None]
+        else:
+            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[None, :, :]
+            j = tl.arange(0, W)[:, None, None]
         if W <= 32:                    # the bits fit 32 (bit 31 the sign: shifts right are arithmetic, masked)
             bits = bits.to(tl.int32)
         else:
             j = j.to(tl.int64)
-        pair = ((bits >> j) & 1) != 0                                   # [W, S, R]
+        pair = ((bits >> j) & 1) != 0                                   # [W, S, R] ([S, W, R] ACROSS)
         nth = _ones(bits & ((tl.full(j.shape, 1, j.dtype) << j) - 1), W > 32)   # the pair's place in its step's list
-        other = tl.load(UPD_B + tl.trans(u0)[None, :, :] + nth, mask=pair, other=-1)
+        if ACROSS:
+            other = tl.load(UPD_B + tl.trans(u0)[:, None, :] + nth, mask=pair, other=-1)
+        else:
+            other = tl.load(UPD_B + tl.trans(u0)[None, :, :] + nth, mask=pair, other=-1)
         mine = other                   # the grid says it by where each position lies
     else:
         u1 = tl.load(UPD_PTR + p + 1, mask=sm, other=0)
@@ -611,12 +620,20 @@ def _pick(x, sel, axis: tl.constexpr):
 
 
 @triton.jit
+def _step_slice(x, s: tl.constexpr, S: tl.constexpr):
+    """x[:, s, :] of an [R, S, W] tensor at a step s known when compiling: a pick the compiler
+    folds to the registers that hold it (_pick's one-hot sum, with nothing left to add)."""
+    return tl.sum(tl.where((tl.arange(0, S) == s)[None, :, None], x, tl.zeros_like(x)), 1)
+
+
+@triton.jit
 def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
                C: tl.constexpr, RECIP: tl.constexpr, APART: tl.constexpr):
     """held_finish's steps lo ≤ s < hi of the held rows w ([R, W]) whose steps pm ([R, S]) holds,
     from the other operands of their pairs (ext: [R, S, W] as a grid, [R, S, C] as a list) and
     their pivots (piv, [R, S]: their reciprocals with RECIP), all read: returns w after them."""
     GRID: tl.constexpr = S * C * W > _GRID_WORK
+    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S
     cols = tl.arange(0, W)
     if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
         tl.static_assert(FACTOR == 2 and RECIP, "held_finish: APART is IC(0)'s, from the reciprocals")
@@ -630,7 +647,53 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
             lik = (a - tl.sum(ops * ext, 2)) * piv
         stepped = tl.max(at_step.to(tl.int32), 1) > 0
         w = tl.where(stepped, tl.sum(tl.where(at_step, lik[:, :, None], 0.0), 1), w)
-    elif GRID:                         # step s is entry s of the row (its steps are its leading entries)
+    elif GRID and FACTOR == 1:         # ILU: step s is entry s of the row (its steps are its leading entries)
+        # Unrolled, so that each step's slice of the grid is known when compiling and lies in the
+        # registers that hold it: what stays on the chain of steps is w[s], one lane's value sent
+        # to every lane (a gather along the row: one shuffle, where the loop below sums a one-hot
+        # row across the warp in five). With reciprocals the grid is scaled by them once, the
+        # pivot's own at the step's own entry (where b is 0), so a step reads no pivot:
+        #   e[s, j] = b[s, j] / pivot_s,  e[s, s] = 1 / pivot_s;  w[s] ← w[s]·e[s, s],  w[j] −= w[s]·e[s, j]
+        # (the product w[s]·b[s, j]/pivot_s rounded in another order than (w[s]/pivot_s)·b[s, j]).
+        step = tl.arange(0, S)
+        one = tl.full([1, S], 1, tl.int64 if S > 32 else tl.int32)
+        live_bits = tl.sum(tl.where(pm, one << step[None, :].to(one.dtype), 0), 1)      # [R]: bit s, step s
+        if RECIP:
+            own = step[None, :, None] == cols[None, None, :]
+            ext = tl.where(own, piv[:, :, None] + tl.zeros_like(ext), ext * piv[:, :, None])
+        for s in tl.static_range(S):
+            if (hi > s) & (lo <= s):
+                live = ((live_bits >> s) & 1 != 0)[:, None]                         # [R, 1]
+                hit = (cols[None, :] == s) & live
+                e = _step_slice(ext, s, S)                                          # [R, W]
+                a_s = tl.gather(w, tl.full(w.shape, s, tl.int32), 1)                # w[:, s] in every lane
+                if RECIP:
+                    w = tl.where(hit, a_s * e, tl.where(live, w - a_s * e, w))
+                else:
+                    lik = _div(a_s, _pick(piv, step[None, :] == s, 1)[:, None])
+                    w = tl.where(hit, lik, tl.where(live, w - lik * e, w))
+    elif ACROSS:                       # IC, right-looking: each step, once done, updates the steps after it
+        # Unrolled as ILU's above. IC's own form, w[s] = (w[s] − Σ_{j<s} w[j]·b[s, j]) / pivot_s,
+        # keeps a sum across the row on the chain of steps (unrolled so, the 27-point IC(0) was 9 %
+        # slower: figures/data/ab_steps_*). Instead, once w[t] is done it is sent to every lane and
+        # lane s takes its own term, w[s] −= w[t]·b[s, t]: the grid read across (bt[t, s] = b[s, t],
+        # which lane s holds; held_fetch gathers it so), one shuffle and one multiply-add a step. A
+        # step done in an earlier call (STAGED: not live here) still brings its terms to the steps
+        # live here. The sums' order changes: each term is subtracted as its step ends.
+        tl.static_assert(RECIP, "held_steps: IC's steps multiply by the pivots' reciprocals")
+        bt = ext                       # [R, W, S]: bt[r, t, s] = b[s, t], the steps spread across the threads
+        step = tl.arange(0, S)
+        one = tl.full([1, S], 1, tl.int64 if S > 32 else tl.int32)
+        live_bits = tl.sum(tl.where(pm, one << step[None, :].to(one.dtype), 0), 1)      # [R]: bit s, step s
+        ahead = ((live_bits[:, None] >> cols[None, :].to(one.dtype)) & 1) != 0          # [R, W]: entry s live here
+        for t in tl.static_range(S):
+            if hi > t:
+                live = ((live_bits >> t) & 1 != 0)[:, None]                             # [R, 1]
+                a_t = tl.gather(w, tl.full(w.shape, t, tl.int32), 1)                    # w[:, t] in every lane
+                x = tl.where(live, a_t * tl.gather(piv, tl.full(piv.shape, t, tl.int32), 1), a_t)
+                w = tl.where(live & (cols[None, :] == t), x,
+                             tl.where(ahead & (cols[None, :] > t), w - x * _step_slice(bt, t, W), w))
+    elif GRID:                         # IC whose grid is not read across (W ≠ S): step s is entry s
         for s in range(lo, hi):
             here = tl.arange(0, S)[None, :] == s
             live = tl.max((pm & here).to(tl.int32), 1) > 0                      # [R]
@@ -692,6 +755,9 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     step is one exchange across the row (ILU's pick of w[s], IC's sum) and elementwise work:
       ILU  l = w[s] / pivot;  w[j] −= l · b[s, j]          (b[s, j] = u_kj; 0 off the step's pairs)
       IC   w[s] = (w[s] − Σ_j w[j] · b[s, j]) / pivot      (b[s, j] = l_sj for the entries j < s)
+    With the grid the steps are unrolled (held_steps): ILU's w[s] goes to every lane by one
+    shuffle, and IC where W = S runs right-looking, each finished w[t] sent to every lane and taken
+    off the steps after it (ACROSS), so no sum across the row lies on the chain of steps.
     The diagonal step, always the row's last, pairs every other entry of the row with itself,
     l_ii = √(a_ii − Σ_k w[k]²): a sum over the row, not a second one-hot gather of its pairs from
     registers (which every step paid for before: 27-point IC(0) then took 1.75× ILU(0)'s time),
@@ -710,6 +776,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     run while the rows it reads last are still at work; the late step and those after it wait for
     the rest (held_steps)."""
     GRID: tl.constexpr = S * C * W > _GRID_WORK
+    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps: IC read across
     cols = tl.arange(0, W)
     pm = sm & (aux >= 0)
     if GRID:                           # IC(0)'s diagonal pairs lie in the row itself
@@ -730,7 +797,10 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         tl.static_assert(DATA and not APART, "held_finish: STAGED waits on the values (DATA), step by step")
         first = tl.arange(0, S)[None, :] < late[:, None]                      # [R, S]
         if GRID:
-            first_x = tl.arange(0, S)[None, :, None] < late[None, None, :]    # as ext: [W, S, R]
+            if ACROSS:
+                first_x = tl.arange(0, S)[:, None, None] < late[None, None, :]   # as ext: [S, W, R]
+            else:
+                first_x = tl.arange(0, S)[None, :, None] < late[None, None, :]   # as ext: [W, S, R]
         else:
             first_x = first[:, :, None]
         busy = tl.max(pm.to(tl.int32), 1) > 0              # lanes with steps: the others' late is no bound
@@ -790,7 +860,8 @@ def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, STEP_BITS, ENT_PTR, ENT_VAL, ENT
     (factor_rows), which WALK says some rows are (RowTables.walks)."""
     if W > 0:
         hold, at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C)
+            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
+            FACTOR == 2 and W == S and S * C * W > _GRID_WORK)
         held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, VAL)
         if WALK:
             factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, VAL,
