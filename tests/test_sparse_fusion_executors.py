@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+import triton
+import triton.language as tl
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -2067,3 +2069,92 @@ def test_flat_records_property(n, m, seed, width, R, pair, kind):
     assert run.flat
     _check(out, registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b), pair, mats, "float64",
            f"flat n={n} m={m} seed={seed} W={width} R={R} {pair} {kind}")
+
+
+# ---------------------------------------------------------------- held_steps on a grid, against its formulas
+
+@triton.jit
+def _grid_steps_kernel(W_IN, EXT, PIV, PM, W_OUT, lo, hi, FACTOR: tl.constexpr, R: tl.constexpr, W: tl.constexpr,
+                       S: tl.constexpr, C: tl.constexpr, RECIP: tl.constexpr, ACROSS: tl.constexpr):
+    """held_steps on one block of rows: w [R, W], the grid (ACROSS: [R, W, S], else [R, S, W]),
+    pivots and live steps [R, S] from memory; w after steps lo ≤ s < hi to W_OUT."""
+    r = tl.arange(0, R)
+    cols = tl.arange(0, W)
+    step = tl.arange(0, S)
+    w = tl.load(W_IN + r[:, None] * W + cols[None, :])
+    if ACROSS:
+        ext = tl.load(EXT + (r[:, None, None] * W + cols[None, :, None]) * S + step[None, None, :])
+    else:
+        ext = tl.load(EXT + (r[:, None, None] * S + step[None, :, None]) * W + cols[None, None, :])
+    piv = tl.load(PIV + r[:, None] * S + step[None, :])
+    pm = tl.load(PM + r[:, None] * S + step[None, :]) != 0
+    loc = tl.zeros([R, S], tl.int32)
+    w = rows.held_steps(w, ext, piv, pm, loc, loc, lo, hi, FACTOR, W, S, C, RECIP, False)
+    tl.store(W_OUT + r[:, None] * W + cols[None, :], w)
+
+
+def _grid_steps_reference(w, b, piv, pm, lo, hi, factor, recip):
+    """The steps of held_finish's docstring, row by row, step by step (float64): ILU l = w[s] /
+    pivot, w[j] −= l·b[s, j]; IC w[s] = (w[s] − Σ_{j<s} w[j]·b[s, j]) / pivot; b[s, s] = 0."""
+    w = w.copy()
+    for r in range(w.shape[0]):
+        for s in range(lo, hi):
+            if not pm[r, s]:
+                continue
+            p = 1.0 / piv[r, s] if recip else piv[r, s]
+            if factor == rows.ILU:
+                lik = w[r, s] / p
+                w[r] -= lik * b[r, s]
+                w[r, s] = lik
+            else:
+                w[r, s] = (w[r, s] - w[r, :s] @ b[r, s, :s]) / p
+    return w
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the interpreter's check; on CUDA the executors' tests run the kernels")
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), factor=st.sampled_from([rows.ILU, rows.IC]), R=st.sampled_from([1, 2]),
+       S=st.sampled_from([4, 8, 16]), seed=st.integers(0, 2**31 - 1))
+def test_grid_steps_match_their_formulas(data, factor, R, S, seed):
+    """held_steps' unrolled grid steps (ILU(0): w[s] sent to every lane; IC(0) right-looking, the
+    grid read across) give the left-looking formulas' values for any steps live within lo ≤ s < hi
+    — a second stage's call (lo > 0) included, whose earlier entries are done — with the pivots'
+    reciprocals (the dataflow executor) or, for ILU(0), the pivots (the flag executor)."""
+    rng = np.random.default_rng(seed)
+    W = S if factor == rows.IC else data.draw(st.sampled_from([S, 2 * S]), label="W")
+    C = 2 * rows.GRID_WORK // (S * W) + 1               # a grid whatever S and W: S · C · W > GRID_WORK
+    recip = True if factor == rows.IC else data.draw(st.booleans(), label="recip")
+    lo = data.draw(st.integers(0, S - 1), label="lo")
+    hi = data.draw(st.integers(lo, S), label="hi")
+    pm = np.zeros((R, S), bool)
+    pm[:, lo:hi] = rng.random((R, hi - lo)) < 0.8      # every live step inside the call's range
+    w = rng.standard_normal((R, W))
+    b = rng.standard_normal((R, S, W)) * 0.3
+    b[:, np.arange(S), np.arange(S)] = 0.0               # a step's own entry pairs with nothing
+    if factor == rows.IC:
+        b = np.tril(b, -1)                               # IC: b[s, j] for the entries j < s only
+    piv = rng.uniform(1.0, 2.0, (R, S))
+    ref = _grid_steps_reference(w, b, 1.0 / piv if recip else piv, pm, lo, hi, factor, recip)
+    across = factor == rows.IC
+    t = lambda x: torch.tensor(np.ascontiguousarray(x), dtype=torch.float64)
+    out = torch.full((R, W), float("nan"), dtype=torch.float64)
+    _grid_steps_kernel[(1,)](t(w), t(b.transpose(0, 2, 1) if across else b), t(1.0 / piv if recip else piv),
+                             torch.tensor(pm.astype(np.int8)), out, lo, hi, FACTOR=factor, R=R, W=W, S=S, C=C,
+                             RECIP=recip, ACROSS=across)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)
+def test_grid_steps_paths(name, pair, grid):
+    """Which form of held steps each factor case takes, so that the t0 checks of the cases above
+    (test_staged_steps_rule_and_t0) run every one: the 27-point grid's ILU(0) unrolled on its grid
+    and its IC(0) right-looking, the grid read across (rows.reads_across); the other cases' lists
+    loop. The kernels decide it from W, S, C (and APART, held_in_one_pass) as these rules do."""
+    mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
+    v = _vector(np.random.default_rng(_seed("paths", name, pair)).standard_normal(mats[0].shape[0]), "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow")
+    shape = run.tables.held(run.block_rows)
+    apart = t3.held_in_one_pass(run.tables, shape[0])
+    factor = run.tables.factor
+    assert rows.grid_layout(shape) == grid, shape
+    assert rows.reads_across(shape, factor, apart) == (grid and factor == rows.IC), (shape, apart)

@@ -109,7 +109,10 @@ blocks the work of all of them, not one row's chain of steps, sets the time, and
 loads run in every block, the solve's too. A first version kept the operands in one [R, S, W]
 load; Triton 3.6 (the GPU's) spread its steps across threads, so every step's pick went through
 shuffles and shared memory (27-point ILU(0) 25 ms), which the CPU's Triton 3.9 had not shown:
-compile with the GPU's Triton before judging a layout."""
+compile with the GPU's Triton before judging a layout. Since 2026-12-02 the grid's steps (below,
+GRID_WORK) are unrolled, from operands each thread already holds step by step, and ILU(0)'s
+exchange is one indexed shuffle: 27-point ILU(0) 2.60 → 1.86 ms on the H200's dataflow executor
+(held_steps; docs/sparse_fusion_log.md)."""
 HELD_BUDGET = 1024               # operand positions a program may prefetch, lanes · held_pairs (RowTables.held)
 
 
@@ -529,6 +532,13 @@ def grid_layout(shape) -> bool:
     return S * C * W > GRID_WORK
 
 
+def reads_across(shape, factor, apart=False) -> bool:
+    """Whether held IC(0) rows of this (W, S, C) take their grid steps first and run right-looking
+    (held_steps' ACROSS), as the kernels decide it: a grid with W = S, not in one pass (apart)."""
+    W, S, C = shape
+    return factor == IC and not apart and W == S and grid_layout(shape)
+
+
 @triton.jit
 def _ones(x, WIDE: tl.constexpr):
     """The set bits of each integer in x (int64 if WIDE, else int32), by pairs, nibbles and bytes:
@@ -776,7 +786,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     run while the rows it reads last are still at work; the late step and those after it wait for
     the rest (held_steps)."""
     GRID: tl.constexpr = S * C * W > _GRID_WORK
-    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps: IC read across
+    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps (reads_across)
     cols = tl.arange(0, W)
     pm = sm & (aux >= 0)
     if GRID:                           # IC(0)'s diagonal pairs lie in the row itself
