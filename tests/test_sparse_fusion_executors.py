@@ -2111,7 +2111,6 @@ def _grid_steps_reference(w, b, piv, pm, lo, hi, factor, recip):
     return w
 
 
-@pytest.mark.skipif(DEVICE == "cuda", reason="the interpreter's check; on CUDA the executors' tests run the kernels")
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), factor=st.sampled_from([rows.ILU, rows.IC]), R=st.sampled_from([1, 2]),
        S=st.sampled_from([4, 8, 16]), seed=st.integers(0, 2**31 - 1))
@@ -2136,12 +2135,12 @@ def test_grid_steps_match_their_formulas(data, factor, R, S, seed):
     piv = rng.uniform(1.0, 2.0, (R, S))
     ref = _grid_steps_reference(w, b, 1.0 / piv if recip else piv, pm, lo, hi, factor, recip)
     across = factor == rows.IC
-    t = lambda x: torch.tensor(np.ascontiguousarray(x), dtype=torch.float64)
-    out = torch.full((R, W), float("nan"), dtype=torch.float64)
+    t = lambda x: torch.tensor(np.ascontiguousarray(x), device=DEVICE)
+    out = torch.full((R, W), float("nan"), dtype=torch.float64, device=DEVICE)     # poisoned: every entry written
     _grid_steps_kernel[(1,)](t(w), t(b.transpose(0, 2, 1) if across else b), t(1.0 / piv if recip else piv),
-                             torch.tensor(pm.astype(np.int8)), out, lo, hi, FACTOR=factor, R=R, W=W, S=S, C=C,
-                             RECIP=recip, ACROSS=across)
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+                             t(pm.astype(np.int8)), out, lo, hi, FACTOR=factor, R=R, W=W, S=S, C=C, RECIP=recip,
+                             ACROSS=across, num_warps=1)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)

@@ -559,7 +559,8 @@ def _ones(x, WIDE: tl.constexpr):
 
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
-               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, ACROSS: tl.constexpr = False):
+               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
+               APART: tl.constexpr = False):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -578,9 +579,9 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
             (RowTables.step_bits), so the pair of entry j is the one after as many pairs as the
             step has bits below j. Gathered entries first: Triton 3.6 spreads a gather's first
             dimension across threads, and the steps want each thread to hold one entry of every
-            step (held_finish permutes it to [R, S, W]). ACROSS (IC(0)'s grid read across,
-            held_steps): steps first, [S, W, R], so that each thread holds one step's operands of
-            every entry (permuted to [R, W, S])."""
+            step (held_finish permutes it to [R, S, W]). IC(0)'s grid read across (ACROSS,
+            reads_across; FACTOR and APART as held_finish takes them): steps first, [S, W, R], so
+            that each thread holds one step's operands of every entry (permuted to [R, W, S])."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     span = tl.load(HOLD_LEN + v, mask=ok, other=0)
@@ -594,6 +595,7 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
     u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
     GRID: tl.constexpr = S * C * W > _GRID_WORK
+    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps (reads_across)
     if GRID:
         if ACROSS:                     # the steps first, so that the threads spread them: [S, W, R]
             bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, None, :]
@@ -631,8 +633,8 @@ def _pick(x, sel, axis: tl.constexpr):
 
 @triton.jit
 def _step_slice(x, s: tl.constexpr, S: tl.constexpr):
-    """x[:, s, :] of an [R, S, W] tensor at a step s known when compiling: a pick the compiler
-    folds to the registers that hold it (_pick's one-hot sum, with nothing left to add)."""
+    """x[:, s, :] of a 3-D tensor whose middle axis is S long, at an s known when compiling: a
+    pick the compiler folds to the registers that hold it (_pick's one-hot sum, nothing to add)."""
     return tl.sum(tl.where((tl.arange(0, S) == s)[None, :, None], x, tl.zeros_like(x)), 1)
 
 
@@ -640,8 +642,9 @@ def _step_slice(x, s: tl.constexpr, S: tl.constexpr):
 def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
                C: tl.constexpr, RECIP: tl.constexpr, APART: tl.constexpr):
     """held_finish's steps lo ≤ s < hi of the held rows w ([R, W]) whose steps pm ([R, S]) holds,
-    from the other operands of their pairs (ext: [R, S, W] as a grid, [R, S, C] as a list) and
-    their pivots (piv, [R, S]: their reciprocals with RECIP), all read: returns w after them."""
+    from the other operands of their pairs (ext: [R, S, W] as a grid, [R, W, S] as IC(0)'s grid
+    read across, [R, S, C] as a list) and their pivots (piv, [R, S]: their reciprocals with
+    RECIP), all read: returns w after them. Every step live here lies within lo ≤ s < hi."""
     GRID: tl.constexpr = S * C * W > _GRID_WORK
     ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S
     cols = tl.arange(0, W)
@@ -870,8 +873,7 @@ def factor_iterations(v, ok, FAC_PTR, HOLD_LEN, STEP_BITS, ENT_PTR, ENT_VAL, ENT
     (factor_rows), which WALK says some rows are (RowTables.walks)."""
     if W > 0:
         hold, at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
-            FACTOR == 2 and W == S and S * C * W > _GRID_WORK)
+            v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C, FACTOR)
         held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, VAL)
         if WALK:
             factor_rows(v, ok & ~hold, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, VAL,

@@ -5,8 +5,8 @@ import triton
 import triton.language as tl
 
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
-from tiers.kernels.sparse_rows import (_GRID_WORK as GRID_WORK, affine_fetch, affine_finish, factor_rows, held_fetch,
-                                       held_finish, held_solve, nap, vec_await_entries)
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_fetch, held_finish,
+                                       held_solve, nap, vec_await_entries)
 
 
 @triton.jit
@@ -51,8 +51,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
             hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
-                FACTOR == 2 and not APART and W == S and S * C * W > GRID_WORK)    # held_finish's ACROSS
+                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C, FACTOR,
+                APART)
             walk = fac & ~hold
             late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
