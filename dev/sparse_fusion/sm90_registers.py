@@ -56,7 +56,7 @@ def usage(kernel, path):
                          capture_output=True, text=True).stdout
     sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", path], capture_output=True, text=True).stdout
     return (re.search(r"REG:\d+ STACK:\d+", res).group(0),
-            sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line)))
+            sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,6}\*/", line)))
 
 
 def launch_args(run, val, vec, own, extra=()):
