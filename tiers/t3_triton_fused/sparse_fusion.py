@@ -714,7 +714,9 @@ is no faster. Stamped with the caps (figures/data/clk_probe_capped_*), its rows 
 after their operands are written (1.4 % of them against 20 %), but a row's waits and steps take
 longer (first-stage steps and late wait 5.7 µs against 3.3, tables 4.6 against 4.0), and a level
 still takes 6.0 µs on average: what is left is the hop of 4–5 µs from a row's latest predecessor's
-store to its own."""
+store to its own. Since the grid's steps were unrolled (2026-12-02, rows.held_steps) the kernels
+at these caps still spill nothing (146 and 126 registers uncapped), but the caps were not
+measured again."""
 
 
 def register_cap(tables, W, data) -> int:
