@@ -2140,7 +2140,7 @@ def test_grid_steps_match_their_formulas(data, factor, R, S, seed):
     _grid_steps_kernel[(1,)](t(w), t(b.transpose(0, 2, 1) if across else b), t(1.0 / piv if recip else piv),
                              t(pm.astype(np.int8)), out, lo, hi, FACTOR=factor, R=R, W=W, S=S, C=C, RECIP=recip,
                              ACROSS=across, num_warps=1)
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-12, atol=1e-12)
+    assert_close(out.cpu(), ref, "float64", f"held_steps factor={factor} R={R} S={S} W={W} lo={lo} hi={hi}")
 
 
 @pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)
