@@ -634,8 +634,17 @@ def _pick(x, sel, axis: tl.constexpr):
 @triton.jit
 def _step_slice(x, s: tl.constexpr, S: tl.constexpr):
     """x[:, s, :] of a 3-D tensor whose middle axis is S long, at an s known when compiling: a
-    pick the compiler folds to the registers that hold it (_pick's one-hot sum, nothing to add)."""
-    return tl.sum(tl.where((tl.arange(0, S) == s)[None, :, None], x, tl.zeros_like(x)), 1)
+    _pick the compiler folds to the registers that hold it (its one-hot sum has nothing to add)."""
+    return _pick(x, (tl.arange(0, S) == s)[None, :, None], 1)
+
+
+@triton.jit
+def _step_bits(pm, S: tl.constexpr):
+    """[R] integers whose bit s says that step s of the row is live (pm, [R, S]): each unrolled
+    step tests its bit instead of picking along the steps."""
+    step = tl.arange(0, S)
+    one = tl.full([1, S], 1, tl.int64 if S > 32 else tl.int32)
+    return tl.sum(tl.where(pm, one << step[None, :].to(one.dtype), 0), 1)
 
 
 @triton.jit
@@ -669,8 +678,7 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
         #   e[s, j] = b[s, j] / pivot_s,  e[s, s] = 1 / pivot_s;  w[s] ← w[s]·e[s, s],  w[j] −= w[s]·e[s, j]
         # (the product w[s]·b[s, j]/pivot_s rounded in another order than (w[s]/pivot_s)·b[s, j]).
         step = tl.arange(0, S)
-        one = tl.full([1, S], 1, tl.int64 if S > 32 else tl.int32)
-        live_bits = tl.sum(tl.where(pm, one << step[None, :].to(one.dtype), 0), 1)      # [R]: bit s, step s
+        live_bits = _step_bits(pm, S)
         if RECIP:
             own = step[None, :, None] == cols[None, None, :]
             ext = tl.where(own, piv[:, :, None] + tl.zeros_like(ext), ext * piv[:, :, None])
@@ -695,10 +703,8 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
         # live here. The sums' order changes: each term is subtracted as its step ends.
         tl.static_assert(RECIP, "held_steps: IC's steps multiply by the pivots' reciprocals")
         bt = ext                       # [R, W, S]: bt[r, t, s] = b[s, t], the steps spread across the threads
-        step = tl.arange(0, S)
-        one = tl.full([1, S], 1, tl.int64 if S > 32 else tl.int32)
-        live_bits = tl.sum(tl.where(pm, one << step[None, :].to(one.dtype), 0), 1)      # [R]: bit s, step s
-        ahead = ((live_bits[:, None] >> cols[None, :].to(one.dtype)) & 1) != 0          # [R, W]: entry s live here
+        live_bits = _step_bits(pm, S)
+        ahead = ((live_bits[:, None] >> cols[None, :].to(live_bits.dtype)) & 1) != 0    # [R, W]: entry s live here
         for t in tl.static_range(S):
             if hi > t:
                 live = ((live_bits >> t) & 1 != 0)[:, None]                             # [R, 1]
