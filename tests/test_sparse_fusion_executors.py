@@ -1290,13 +1290,14 @@ def test_held_shape_and_budget():
     assert S * C * W > rows.GRID_WORK and t27.held_pairs == S * W                # a grid
     assert t27.held(rows.HELD_BUDGET // (S * W)) == (W, S, C)
     assert t27.held(2 * rows.HELD_BUDGET // (S * W)) == (0, 0, 0)
-    assert tables.held_pairs == 2 * 2 and tables.held(rows.HELD_BUDGET // 4) != (0, 0, 0)   # a list
+    assert tables.held_pairs == 2 * 4 and tables.held(rows.HELD_BUDGET // 8) != (0, 0, 0)   # a grid
     assert rows.row_tables("sptrsv_spmv", *operands("sptrsv_spmv", sm.poisson2d(4))).held(1) == (0, 0, 0)
     n = rows.HELD_WIDTH + 8                            # an arrow wider than HELD_WIDTH
     L = _arrow_last(n)
     A = _arrow_first(n)                                # row 0 and column 0 full
     arrow = rows.row_tables("spilu0_sptrsv", A)
     assert arrow.held_shape == (2, 2, 2) and not arrow.walks       # row i touches l_i0 and u_ii only
+    assert arrow.held_pairs == 2 * 2                               # a list: S · C · W within GRID_WORK
     assert rows.row_tables("spic0_sptrsv", A).held_shape == (2, 2, 2)   # tril rows are ≤ 2 wide
     last = rows.row_tables("spilu0_sptrsv", L)                     # the last row full instead
     assert last.walks and last.hold_len[-1] == 0 and (last.hold_len[:-1] == 0).all()   # its span is n
@@ -1328,15 +1329,16 @@ def _hubs(n=100, hubs=40, degree=12, seed=0):
 
 
 HELD_LAYOUTS = [            # (matrix, pair, pairs as a grid, dtype): both layouts, either side of GRID_WORK
-    ("banded4", "spilu0_sptrsv", False, "float64"), ("banded4", "spic0_sptrsv", False, "float32"),
+    ("arrow", "spilu0_sptrsv", False, "float64"), ("arrow", "spic0_sptrsv", False, "float32"),
+    ("banded4", "spilu0_sptrsv", True, "float64"), ("banded4", "spic0_sptrsv", True, "float32"),
     ("banded10", "spilu0_sptrsv", True, "float32"), ("banded10", "spic0_sptrsv", True, "float64"),
     ("arrow32", "spilu0_sptrsv", True, "float64"), ("wide64", "spilu0_sptrsv", True, "float32"),
-    ("hubs", "spic0_sptrsv", True, "float64"), ("hubs", "spilu0_sptrsv", False, "float32")]
+    ("hubs", "spic0_sptrsv", True, "float64"), ("hubs", "spilu0_sptrsv", True, "float32")]
 # the executors that hold rows, each with a schedule: the level executor, the flag executor with
 # fused rows, the dataflow executor with and without them
 _HOLDING = (("levels", "wavefront"), ("syncfree", "sparse_fusion"), ("dataflow", "wavefront"),
             ("dataflow", "sparse_fusion"))
-_LAYOUT_MATRICES = {"banded4": lambda: sm.banded_spd(30, 4, seed=3),
+_LAYOUT_MATRICES = {"arrow": lambda: _arrow_first(24), "banded4": lambda: sm.banded_spd(30, 4, seed=3),
                     "banded10": lambda: sm.banded_spd(30, 10, seed=3),
                     "arrow32": lambda: _arrow_last(32), "wide64": _wide_row, "hubs": _hubs}
 
@@ -1451,17 +1453,18 @@ def test_late_steps_of_the_27_point_grid():
 
 # factor cases whose held rows take a grid (True: the 27-point grid) or not: the staged steps'
 # and the register caps' rules start from that
-HELD_GRID_CASES = [("poisson3d_27", "spilu0_sptrsv", True), ("poisson3d_27", "spic0_sptrsv", True),
-                   ("poisson3d", "spilu0_sptrsv", False), ("poisson2d", "spic0_sptrsv", False),
-                   ("powerlaw_laplacian", "spilu0_sptrsv", False)]
+HELD_GRID_CASES = [     # (matrix, pair, rows staged, IC(0)'s grid read across): every one a grid
+    ("poisson3d_27", "spilu0_sptrsv", True, False), ("poisson3d_27", "spic0_sptrsv", True, True),
+    ("poisson3d", "spilu0_sptrsv", False, False), ("poisson2d", "spic0_sptrsv", False, False),
+    ("powerlaw_laplacian", "spilu0_sptrsv", False, False)]
 
 
-@pytest.mark.parametrize("name,pair,staged", HELD_GRID_CASES)
-def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
-    """The dataflow executor stages held rows' steps (stages_steps) where the rows take a grid and
+@pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
+def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
+    """The dataflow executor stages held rows' steps (stages_steps) where they may (may_stage) and
     some row has steps on both sides of its first late one — the 27-point grid — and not on the
-    5- and 7-point grids (every first step is late) or the power-law graph (a list); the flag
-    executor never. Staged or not, both schedules give t0's results, and so does the same plan
+    5- and 7-point grids (every first step is late) or the power-law graph's ILU(0) (rows of few
+    steps, STAGED_ILU_STEPS); the flag executor never. Staged or not, both schedules give t0's results, and so does the same plan
     with STAGED_STEPS off. The 27-point grid is 3×3×3: its held rows are staged there already."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
     b = np.random.default_rng(_seed("staged", name, pair)).standard_normal(mats[0].shape[0])
@@ -1481,16 +1484,20 @@ def test_staged_steps_rule_and_t0(name, pair, staged, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
-@pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)
+@pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]
+                         + [("arrow", "spilu0_sptrsv", False), ("arrow", "spic0_sptrsv", False)])
 def test_register_cap_rule(name, pair, grid):
     """The dataflow executor caps its factor kernel's registers (register_cap) where held rows take
-    their pairs as a grid — the 27-point grid — at GRID_REGISTERS of the factor, and nowhere else;
-    the flag executor never. The interpreter gets no cap (it compiles nothing)."""
-    mats = operands(pair, matrix(name, 36 if name == "poisson2d" else 64, 2))
+    their pairs as a grid — every matrix but the smallest shapes (GRID_WORK) — at GRID_REGISTERS of
+    the factor, and not where they take a list (an arrow's rows: one step of one pair); the flag
+    executor never. The interpreter gets no cap (it compiles nothing)."""
+    A = _arrow_first(40) if name == "arrow" else matrix(name, 36 if name == "poisson2d" else 64, 2)
+    mats = operands(pair, A)
     v = _vector(np.random.default_rng(_seed("cap", name, pair)).standard_normal(mats[0].shape[0]), "float64")
     for executor in ("dataflow", "syncfree"):
         run = t3.prepare(pair, *mats, like=v, executor=executor)
         W = run.tables.held(run.block_rows)[0]
+        assert rows.grid_layout(run.tables.held(run.block_rows)) == grid and W > 0
         want = t3.GRID_REGISTERS[run.tables.factor] if grid and executor == "dataflow" else 0
         assert t3.register_cap(run.tables, W, run.data) == want, executor
         assert t3._cap(run.tables, W, run.data) == ({} if interpreting() or not want else {"maxnreg": want})
@@ -2143,17 +2150,19 @@ def test_grid_steps_match_their_formulas(data, factor, R, S, seed):
     assert_close(out.cpu(), ref, "float64", f"held_steps factor={factor} R={R} S={S} W={W} lo={lo} hi={hi}")
 
 
-@pytest.mark.parametrize("name,pair,grid", HELD_GRID_CASES)
-def test_grid_steps_paths(name, pair, grid):
+@pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
+def test_grid_steps_paths(name, pair, staged, across):
     """Which form of held steps each factor case takes, so that the t0 checks of the cases above
-    (test_staged_steps_rule_and_t0) run every one: the 27-point grid's ILU(0) unrolled on its grid
-    and its IC(0) right-looking, the grid read across (rows.reads_across); the other cases' lists
-    loop. The kernels decide it from W, S, C (and APART, held_in_one_pass) as these rules do."""
+    (test_staged_steps_rule_and_t0) run every one: every case a grid, ILU(0)'s steps unrolled, the
+    27-point grid's IC(0) right-looking, the grid read across (rows.reads_across), the 2D grid's
+    IC(0) in one pass (its steps apart). The kernels decide it from W, S, C (and APART,
+    held_in_one_pass) as these rules do."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
     v = _vector(np.random.default_rng(_seed("paths", name, pair)).standard_normal(mats[0].shape[0]), "float64")
     run = t3.prepare(pair, *mats, like=v, executor="dataflow")
     shape = run.tables.held(run.block_rows)
     apart = t3.held_in_one_pass(run.tables, shape[0])
     factor = run.tables.factor
-    assert rows.grid_layout(shape) == grid, shape
-    assert rows.reads_across(shape, factor, apart) == (grid and factor == rows.IC), (shape, apart)
+    assert rows.grid_layout(shape), shape
+    assert rows.reads_across(shape, factor, apart) == across, (shape, apart)
+    assert apart == (name == "poisson2d"), shape

@@ -9,11 +9,15 @@ two vectors and its 2nd and 4th results checked against float64 (the 2nd after t
 call must not overwrite an earlier result); then 5 rounds of do_bench medians, the order rotated
 each round. Writes OUT.json (one row per case) and prints each row.
 
-    python dev/sparse_fusion/ab_commit.py COMMIT|FILE.tar OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
+    python dev/sparse_fusion/ab_commit.py COMMIT|FILE.tar[,FILE2.tar...] OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
+
+More packages after the first, comma-separated, run as "alt1", "alt2", … beside the three: a
+variant between the commit and the working tree.
 
 Data of 2026-12-01 (H200): figures/data/ab_pivots_* and ab_pivots_in_kernel_* (COMMIT 6986f32); of
 2026-12-02: ab_steps_*, ab_across_* (a tar of ca82b48).
 """
+import importlib
 import json
 import re
 import subprocess
@@ -33,8 +37,8 @@ from tiers.t3_triton_fused import sparse_fusion as sf
 LABELS = ("old", "new", "old2")
 
 
-def import_old(commit):
-    """(fusion_schedules, t3 sparse_fusion) of `commit`'s package, imported as tiers_old. `commit`
+def import_old(commit, name="tiers_old"):
+    """(fusion_schedules, t3 sparse_fusion) of `commit`'s package, imported as `name`. `commit`
     may also name a tar file of it (`git archive COMMIT tiers > FILE.tar`, made here: the lent
     GPU's copy of the repository may not hold the commit)."""
     root = Path(tempfile.mkdtemp())
@@ -43,16 +47,15 @@ def import_old(commit):
     else:
         tar = subprocess.run(["git", "archive", commit, "tiers"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
-    (root / "tiers").rename(root / "tiers_old")
-    for f in (root / "tiers_old").rglob("*.py"):
+    (root / "tiers").rename(root / name)
+    for f in (root / name).rglob("*.py"):
         s = f.read_text()
-        s = re.sub(r"\bfrom tiers\b", "from tiers_old", s)
-        s = re.sub(r"\bimport tiers\b", "import tiers_old", s)
-        f.write_text(re.sub(r"\btiers\.(?=[a-z_0-9]+)", "tiers_old.", s))
+        s = re.sub(r"\bfrom tiers\b", "from " + name, s)
+        s = re.sub(r"\bimport tiers\b", "import " + name, s)
+        f.write_text(re.sub(r"\btiers\.(?=[a-z_0-9]+)", name + ".", s))
     sys.path.insert(0, str(root))
-    from tiers_old import fusion_schedules as fs_old
-    from tiers_old.t3_triton_fused import sparse_fusion as sf_old
-    return fs_old, sf_old
+    return (importlib.import_module(name + ".fusion_schedules"),
+            importlib.import_module(name + ".t3_triton_fused.sparse_fusion"))
 
 
 def operands_and_vectors(case, dev):
@@ -96,8 +99,10 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
 
 
 def main():
-    commit, out, cases = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
-    fs_old, sf_old = import_old(commit)
+    commits, out, cases = sys.argv[1].split(","), sys.argv[2], sys.argv[3].split(",")
+    commit = sys.argv[1]
+    fs_old, sf_old = import_old(commits[0])
+    alts = {f"alt{k}": import_old(c, f"tiers_alt{k}") for k, c in enumerate(commits[1:], 1)}
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
            "triton": __import__("triton").__version__, "old": commit,
@@ -108,7 +113,10 @@ def main():
         runs = {"new": sf.prepare(pair, *mats, like=v, schedule=s_new, executor="dataflow")}
         for label in ("old", "old2"):
             runs[label] = sf_old.prepare(pair, *mats, like=v, schedule=s_old, executor="dataflow")
-        row = check_and_time(case, runs, list(LABELS), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
+        for label, (fs_alt, sf_alt) in alts.items():
+            runs[label] = sf_alt.prepare(pair, *mats, like=v, schedule=fs_alt.inspect(pair, *mats, kind=kind),
+                                         executor="dataflow")
+        row = check_and_time(case, runs, list(LABELS) + list(alts), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         print(json.dumps(row), flush=True)
         res["rows"].append(row)
         json.dump(res, open(out, "w"), indent=1)

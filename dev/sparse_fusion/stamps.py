@@ -54,8 +54,8 @@ def stamped_module():
     hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n",
              "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n"
              "        c2 = _gt(_dep(piv) + _dep(ext))\n")
-    hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:\n            ext = tl.permute(ext, (2, 1, 0))\n        w = held_steps(w, ext, _recip(piv)",
-             "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (2, 1, 0))\n        w = held_steps(w, ext, _recip(piv)")
+    hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)",
+             "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)")
     hf = sub(hf, "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:",
              "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n        if GRID:")
     hf = sub(hf, "    tl.store(VAL + at, w, mask=inrow)\n    return w", "    tl.store(VAL + at, w, mask=inrow)\n    return w, c2, c3")

@@ -502,7 +502,7 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
         tl.debug_barrier()
 
 
-GRID_WORK = 1024
+GRID_WORK = 8
 """Held rows whose shape does more than this much one-hot work a row (S · C · W) take their
 pairs as a grid, the others as a list (held_fetch). Measured on an H200 (2026-11-29, float64,
 natural order, A/B in one call against the list, 3 interleaved rounds, every output checked
@@ -513,8 +513,18 @@ executor; IC(0) (4096) 4.97 → 3.49 / 6.60 → 3.20, 2.55 / 2.61 on the dataflo
 from 408 instructions (107 shuffles) to 134 (22), IC(0)'s from 326 to 84. On the small shapes the
 grid's loads, twice the list's, cost more than the one-hot work saved: power-law (1M nodes) ILU(0)
 (8 · 4 · 2 = 64) 1.35 → 1.72, 2D IC(0) (32) 2.57 → 2.85, 3D ILU(0) (32) 1.11 → 1.18; 2D ILU(0) (16)
-2.53 → 2.37, 3D IC(0) (64) 1.36 → 1.13, power-law IC(0) (64) 1.33 → 1.30. The bound lies between
-64 and 4096; nothing in between was measured."""
+2.53 → 2.37, 3D IC(0) (64) 1.36 → 1.13, power-law IC(0) (64) 1.33 → 1.30. The bound was 1024 then.
+Since the steps on a grid are unrolled (held_steps) and the grid is gathered with the steps in
+each thread's registers ([W, R, S]: entries and rows across the threads; before, a block of 8
+rows of 4 entries spread its steps across the threads too, and every step summed across them),
+the small shapes take the grid as well. On an H200 (2026-12-02, float64 unless said, natural
+order, sparse-fusion schedule, A/B in one process against aacb21b's list, 5 rotated rounds,
+every output checked first, figures/data/ab_grid_b_*), list → grid, ms: 3D ILU(0) (4 · 4 · 2)
+0.845 → 0.687, float32 0.68 → 0.60, IC(0) (4 · 4 · 4) 0.816 → 0.651; 2D ILU(0) (4 · 2 · 2) 2.52 →
+2.05, IC(0) (4 · 4 · 2) 2.51 → 2.23; power-law IC(0) (4 · 4 · 4) 0.852 → 0.783; power-law ILU(0)
+(8 · 4 · 2) 1.27 → 1.31, not staged (1.45 staged, may_stage in t3; figures/data/ab_grid_c_*). The
+27-point grid's kernels are unchanged (the same SASS). Rows within 8 (one step of one pair over
+two entries, an arrow's) keep the list: nothing that small was measured."""
 _GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read (held_fetch, held_finish: as grid_layout)
 
 
@@ -573,15 +583,17 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
       list  ([R, S, C] each: local index of the pair's entry in this row, −1 where a step has
             fewer pairs; position of the other operand): compact; a step finds its pairs' entries
             by one-hot masks over [C, W] (held_finish);
-      grid  ([W, S, R]: for entry j and step s, the position of the operand step s pairs with
+      grid  ([W, R, S]: for entry j and step s, the position of the operand step s pairs with
             entry j, −1 where none): a step's operands are its own slice. A step's pairs are
             listed in the order of their entries and STEP_BITS says which entries they are
             (RowTables.step_bits), so the pair of entry j is the one after as many pairs as the
-            step has bits below j. Gathered entries first: Triton 3.6 spreads a gather's first
-            dimension across threads, and the steps want each thread to hold one entry of every
-            step (held_finish permutes it to [R, S, W]). IC(0)'s grid read across (ACROSS,
-            reads_across; FACTOR and APART as held_finish takes them): steps first, [S, W, R], so
-            that each thread holds one step's operands of every entry (permuted to [R, W, S])."""
+            step has bits below j. Gathered entries, then rows, then steps: Triton 3.6 spreads a
+            gather's leading dimensions across the threads, and the steps want each thread to hold
+            one entry of one row and all its steps in registers (held_finish permutes it to [R, S,
+            W]; [W, S, R] spread the steps of a block of 8 rows of 4 entries across the threads).
+            IC(0)'s grid read across (ACROSS, reads_across; FACTOR and APART as held_finish takes
+            them): steps first, [S, R, W], so that each thread holds one step's operands of every
+            entry (permuted to [R, W, S])."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     span = tl.load(HOLD_LEN + v, mask=ok, other=0)
@@ -597,22 +609,22 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     GRID: tl.constexpr = S * C * W > _GRID_WORK
     ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps (reads_across)
     if GRID:
-        if ACROSS:                     # the steps first, so that the threads spread them: [S, W, R]
-            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, None, :]
-            j = tl.arange(0, W)[None, :, None]
+        if ACROSS:                     # the steps first, so that the threads spread them: [S, R, W]
+            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, :, None]
+            j = tl.arange(0, W)[None, None, :]
         else:
-            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[None, :, :]
+            bits = tl.load(STEP_BITS + e, mask=sm, other=0)[None, :, :]
             j = tl.arange(0, W)[:, None, None]
         if W <= 32:                    # the bits fit 32 (bit 31 the sign: shifts right are arithmetic, masked)
             bits = bits.to(tl.int32)
         else:
             j = j.to(tl.int64)
-        pair = ((bits >> j) & 1) != 0                                   # [W, S, R] ([S, W, R] ACROSS)
+        pair = ((bits >> j) & 1) != 0                                   # [W, R, S] ([S, R, W] ACROSS)
         nth = _ones(bits & ((tl.full(j.shape, 1, j.dtype) << j) - 1), W > 32)   # the pair's place in its step's list
         if ACROSS:
-            other = tl.load(UPD_B + tl.trans(u0)[:, None, :] + nth, mask=pair, other=-1)
+            other = tl.load(UPD_B + tl.trans(u0)[:, :, None] + nth, mask=pair, other=-1)
         else:
-            other = tl.load(UPD_B + tl.trans(u0)[None, :, :] + nth, mask=pair, other=-1)
+            other = tl.load(UPD_B + u0[None, :, :] + nth, mask=pair, other=-1)
         mine = other                   # the grid says it by where each position lies
     else:
         u1 = tl.load(UPD_PTR + p + 1, mask=sm, other=0)
@@ -799,7 +811,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     cols = tl.arange(0, W)
     pm = sm & (aux >= 0)
     if GRID:                           # IC(0)'s diagonal pairs lie in the row itself
-        om = (other >= 0) & (other < row0[None, None, :])
+        om = (other >= 0) & (other < row0[None, :, None])
     else:
         om = (other >= 0) & (other < row0[:, None, None])
     RECIP: tl.constexpr = FACTOR == 2 or DATA
@@ -817,9 +829,9 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         first = tl.arange(0, S)[None, :] < late[:, None]                      # [R, S]
         if GRID:
             if ACROSS:
-                first_x = tl.arange(0, S)[:, None, None] < late[None, None, :]   # as ext: [S, W, R]
+                first_x = tl.arange(0, S)[:, None, None] < late[None, :, None]   # as ext: [S, R, W]
             else:
-                first_x = tl.arange(0, S)[None, :, None] < late[None, None, :]   # as ext: [W, S, R]
+                first_x = tl.arange(0, S)[None, None, :] < late[None, :, None]   # as ext: [W, R, S]
         else:
             first_x = first[:, :, None]
         busy = tl.max(pm.to(tl.int32), 1) > 0              # lanes with steps: the others' late is no bound
@@ -831,13 +843,13 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             ext1 = tl.where(first_x, ext, 0.0)   # comes later still meets s in the loop, and
             rp = tl.where(first, rp, 1.0)        # 0 · (the sentinel, a NaN) would be NaN
         if GRID:
-            ext1 = tl.permute(ext1, (2, 1, 0))
+            ext1 = tl.permute(ext1, (1, 2, 0))
         w = held_steps(w, ext1, rp, pm & first, loc, mine, 0, tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0),
                        FACTOR, W, S, C, True, APART)
         piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
         ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
         if GRID:
-            ext = tl.permute(ext, (2, 1, 0))
+            ext = tl.permute(ext, (1, 2, 0))
         w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine, tl.min(tl.where(busy, late, S), 0), looped,
                        FACTOR, W, S, C, True, APART)
     else:
@@ -845,7 +857,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
             ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
         if GRID:
-            ext = tl.permute(ext, (2, 1, 0))                   # [R, S, W]
+            ext = tl.permute(ext, (1, 2, 0))                   # [R, S, W]
         if RECIP:
             piv = _recip(piv)                                  # from here on, the pivots' reciprocals
         w = held_steps(w, ext, piv, pm, loc, mine, 0, looped, FACTOR, W, S, C, RECIP, APART)

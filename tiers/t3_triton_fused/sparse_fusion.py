@@ -632,7 +632,7 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
-    if held_grid(tables, W) and not held_in_one_pass(tables, W):
+    if may_stage(tables, W):
         n1 = tables.n1
         late = rows.late_steps(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1], _joint(schedule, mats)[1])
         # a row with a late step after its first (IC(0)'s diagonal step is never late)
@@ -659,6 +659,22 @@ their steps. The tries before the kept kernel are in the same files (try1–try3
 dividing instead of taking reciprocals made the 27-point ILU(0) 3.17 against 3.23 ms in one
 process, and zeroing what the first stage does not await in a one-row block made float32
 ILU(0) 2.83 ms against the kept kernel's 2.21 in a fresh process of each."""
+STAGED_ILU_STEPS = 8
+"""ILU(0) rows stage their steps only where the held rows have room for this many (may_stage)."""
+
+
+def may_stage(tables, W) -> bool:
+    """Whether a factor pair's held rows (W > 0) may take their steps in two stages (stages_steps;
+    _syncfree_plan then asks whether some row has a late step after its first): rows that take a
+    grid (held_grid), not in one pass (held_in_one_pass), and IC(0)'s or ILU(0)'s of at least
+    STAGED_ILU_STEPS steps. Since every held row takes a grid (sparse_rows.GRID_WORK, 2026-12-02)
+    the power-law graph's take one too, and staged, its ILU(0) (4 steps) lost: on an H200
+    (2026-12-02, float64, A/B in one process, 5 rotated rounds, figures/data/ab_grid_c_*) 1.45 ms
+    staged against 1.31 not and 1.29 as a list at aacb21b (its IC(0), staged, 0.78 ms against 0.85
+    as a list: ab_grid_b_*). The 27-point grid's rows (13 steps) gain from the stages (STAGED_STEPS);
+    the 2D and 3D grids' rows have no late step after their first."""
+    return (held_grid(tables, W) and not held_in_one_pass(tables, W)
+            and (tables.factor == rows.IC or tables.held_shape[1] >= STAGED_ILU_STEPS))
 
 
 def stages_steps(run, W) -> bool:
@@ -716,7 +732,11 @@ longer (first-stage steps and late wait 5.7 µs against 3.3, tables 4.6 against 
 still takes 6.0 µs on average: what is left is the hop of 4–5 µs from a row's latest predecessor's
 store to its own. Since the grid's steps were unrolled (2026-12-02, rows.held_steps) the kernels
 at these caps still spill nothing (146 and 126 registers uncapped), but the caps were not
-measured again."""
+measured again. Since every held row takes a grid (rows.GRID_WORK, 2026-12-02) the caps apply to
+the 2D, 3D and power-law grids' kernels too, and the A/B that made them grids ran them capped
+(figures/data/ab_grid_b_*; the 3D ILU(0) kernel, compiled for sm_90 on the CPU: 91 registers at
+the cap, none spilled, where ptxas alone chose 72 and spilled 8 bytes); the caps themselves were
+not measured against ptxas' choice there."""
 
 
 def register_cap(tables, W, data) -> int:
