@@ -69,8 +69,8 @@ def stamped_module():
     s = sub(s, "            w = held_finish(w_at,", "            w, c2, c3 = held_finish_clk(w_at,")
     s = sub(s, "                            SENT, NAP, APART, late, STAGED)\n",
             "                            SENT, NAP, APART, late, STAGED)\n            c4 = _gt(_dep(w))\n")
-    s = sub(s, "                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two_held)\n",
-            "                xs = held_solve(w, x_at, x_j, b2, d_loc, W)\n                tl.store(VEC + dst2, xs, mask=two_held)\n"
+    s = sub(s, "                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, rd), mask=two_held)\n",
+            "                xs = held_solve(w, x_at, x_j, b2, rd)\n                tl.store(VEC + dst2, xs, mask=two_held)\n"
             "")
     s = sub(s, "        if not DATA:\n            tl.debug_barrier()             # every thread's stores issued",
             "        c5 = _gt(c0.to(tl.int32))\n        base = CLK + t.to(tl.int64) * 8\n"

@@ -874,13 +874,22 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
 
 
 @triton.jit
-def held_solve(w, x_at, x, b, d_loc, W: tl.constexpr):
+def held_divisor(w, d_loc, FACTOR: tl.constexpr, W: tl.constexpr):
+    """1 / d_i for held_solve, from factor row i as held_finish left it on registers (w, [R, W]):
+    IC(0)'s l_ii at local index d_loc (−1: none, 1), taken before the row's x_j are awaited so
+    that no division lies on the chain of solved rows; ILU(0)'s diagonal is the unit one."""
+    if FACTOR == 1:
+        return tl.full(d_loc.shape, 1.0, w.dtype)
+    return _recip(tl.where(d_loc >= 0, _pick(w, tl.arange(0, W)[None, :] == d_loc[:, None], 1), 1.0))
+
+
+@triton.jit
+def held_solve(w, x_at, x, b, rd):
     """Row i of the triangular solve that follows a factor, x_i = (b_i − Σ_{j<i} l_ij·x_j) / d_i,
     from factor row i as held_finish left it on registers (w, [R, W]): x holds x_j where x_at ≥ 0
-    (the row's entries l_ij, RowTables.solve_x_at; every one is a step, so held), d_loc the local
-    index of the divisor l_ii (IC(0)), or −1 for ILU(0)'s unit diagonal."""
-    d = tl.where(d_loc >= 0, _pick(w, tl.arange(0, W)[None, :] == d_loc[:, None], 1), 1.0)
-    return _div(b - tl.sum(tl.where(x_at >= 0, w * x, 0.0), 1), d)
+    (the row's entries l_ij, RowTables.solve_x_at; every one is a step, so held), rd is 1 / d_i
+    (held_divisor: one rounding more than a division, none for ILU(0))."""
+    return (b - tl.sum(tl.where(x_at >= 0, w * x, 0.0), 1)) * rd
 
 
 @triton.jit

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
-from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_fetch, held_finish,
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_fetch, held_divisor, held_finish,
                                        held_solve, nap, vec_await_entries)
 
 
@@ -92,9 +92,10 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             w = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN, DATA,
                             SENT, NAP, APART, late, STAGED)
             if FUSED:
+                rd = held_divisor(w, d_loc, FACTOR, W)
                 if DATA:
                     x_j = vec_await_entries(x_j, VEC + x_at, x_at, x_at >= 0, N_IN, SENT, NAP)
-                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, d_loc, W), mask=two_held)
+                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, rd), mask=two_held)
         if FACTOR != 0 and (W == 0 or WALK):
             factor_rows(v, walk, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL, FACTOR, CHUNK, OWN, FAC_PTR,
                         DATA, SENT, NAP)
