@@ -23,8 +23,8 @@ row's entries up to the last one its steps touch, its pivots and every update pa
 operand are loaded at once, the steps run on registers, and those entries are stored once at
 the end. An ILU(0) row touches its entries below the diagonal and the targets of their pairs,
 not the rest of its upper part (u_ij = a_ij there), so a row holds a prefix of itself. A step
-finds its pairs' entries in the row by one-hot masks, or, where rows have many pairs (the
-27-point stencil's), reads them from a grid of operands gathered before the steps (GRID_WORK). The
+reads its operands from a grid gathered before the steps, one per entry of the row (GRID_WORK;
+rows of the smallest shapes find their pairs in a list by one-hot masks instead). The
 rare rows whose shape lies outside what nearly all rows need walk in memory beside them
 (HOLD_SHARE). Where the rows a row reads finish at different times — on the 27-point grid they
 lie 1 to 7 levels below it — the values-as-flags executor runs the steps before the first late
