@@ -1456,7 +1456,7 @@ def test_late_steps_of_the_27_point_grid():
 HELD_GRID_CASES = [     # (matrix, pair, rows staged, IC(0)'s grid read across): every one a grid
     ("poisson3d_27", "spilu0_sptrsv", True, False), ("poisson3d_27", "spic0_sptrsv", True, True),
     ("poisson3d", "spilu0_sptrsv", False, False), ("poisson2d", "spic0_sptrsv", False, False),
-    ("powerlaw_laplacian", "spilu0_sptrsv", False, False)]
+    ("powerlaw_laplacian", "spilu0_sptrsv", False, False), ("powerlaw_laplacian", "spic0_sptrsv", True, True)]
 
 
 @pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
@@ -1464,8 +1464,9 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
     """The dataflow executor stages held rows' steps (stages_steps) where they may (may_stage) and
     some row has steps on both sides of its first late one — the 27-point grid — and not on the
     5- and 7-point grids (every first step is late) or the power-law graph's ILU(0) (rows of few
-    steps, STAGED_ILU_STEPS); the flag executor never. Staged or not, both schedules give t0's results, and so does the same plan
-    with STAGED_STEPS off. The 27-point grid is 3×3×3: its held rows are staged there already."""
+    steps, STAGED_ILU_STEPS); the flag executor never. Staged or not, both schedules give t0's
+    results, and so does the same plan with STAGED_STEPS off. The 27-point grid is 3×3×3: its held
+    rows are staged there already."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
     b = np.random.default_rng(_seed("staged", name, pair)).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, "float64", ("staged", name, pair))

@@ -116,7 +116,8 @@ def main():
         for label, (fs_alt, sf_alt) in alts.items():
             runs[label] = sf_alt.prepare(pair, *mats, like=v, schedule=fs_alt.inspect(pair, *mats, kind=kind),
                                          executor="dataflow")
-        row = check_and_time(case, runs, list(LABELS) + list(alts), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
+        row = check_and_time(case, runs, list(LABELS) + list(alts), bench.reference(pair, mats, v64.numpy()), v, v2,
+                             dtype)
         print(json.dumps(row), flush=True)
         res["rows"].append(row)
         json.dump(res, open(out, "w"), indent=1)

@@ -61,8 +61,8 @@ HELD_WIDTH = 64                  # factor rows holding at most this many entries
 HOLD_SHARE = 0.999
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
 its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
-same blocks (factor_iterations, t3's _syncfree). Every held step does [C, W] one-hot work (or,
-past GRID_WORK, reads an [S, W] grid gathered per row), so a shape sized for the longest row
+same blocks (factor_iterations, t3's _syncfree). Every held step reads an [S, W] grid gathered
+per row (or, within GRID_WORK, does [C, W] one-hot work), so a shape sized for the longest row
 would make a million short rows pay for a few hubs. On the power-law graph (1M nodes, m = 3)
 an ILU(0) row holds 4 entries in 3 steps of 1 pair at the median, and the hubs' rows are
 thousands of entries long; before, any row wider than HELD_WIDTH

@@ -655,10 +655,11 @@ float32 ILU(0) is 9 % slower — IC(0) 1.86 / 2.28 against 2.18 / 2.27. On the p
 nodes), whose rows take their pairs as a list and have 3 steps at the median, two stages were
 slower: ILU(0) 1.65 / 1.53 against 1.41 / 1.29, IC(0) 1.21 / 1.29 against 1.06 / 1.06 (a version
 that divided in the late stage's steps, staged_ab_try2_*); so only rows that took a grid staged
-their steps (since every held row takes a grid, 2026-12-02, may_stage says which). The tries before the kept kernel are in the same files (try1–try3): the late stage
-dividing instead of taking reciprocals made the 27-point ILU(0) 3.17 against 3.23 ms in one
-process, and zeroing what the first stage does not await in a one-row block made float32
-ILU(0) 2.83 ms against the kept kernel's 2.21 in a fresh process of each."""
+their steps (since every held row takes a grid, 2026-12-02, may_stage says which). The tries
+before the kept kernel are in the same files (try1–try3): the late stage dividing instead of
+taking reciprocals made the 27-point ILU(0) 3.17 against 3.23 ms in one process, and zeroing what
+the first stage does not await in a one-row block made float32 ILU(0) 2.83 ms against the kept
+kernel's 2.21 in a fresh process of each."""
 STAGED_ILU_STEPS = 8
 """ILU(0) rows stage their steps only where the held rows have room for this many (may_stage)."""
 

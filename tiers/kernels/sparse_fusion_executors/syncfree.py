@@ -5,8 +5,8 @@ import triton
 import triton.language as tl
 
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
-from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_fetch, held_divisor, held_finish,
-                                       held_solve, nap, vec_await_entries)
+from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows, held_divisor, held_fetch,
+                                       held_finish, held_solve, nap, vec_await_entries)
 
 
 @triton.jit
