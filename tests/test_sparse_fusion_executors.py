@@ -2157,7 +2157,7 @@ def test_grid_steps_paths(name, pair, staged, across):
     (test_staged_steps_rule_and_t0) run every one: every case a grid, ILU(0)'s steps unrolled, the
     27-point grid's IC(0) right-looking, the grid read across (rows.reads_across), the 2D grid's
     IC(0) in one pass (its steps apart). The kernels decide it from W, S, C (and APART,
-    held_in_one_pass) as these rules do."""
+    held_in_one_pass) by these same rules (rows._grid, rows._across)."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
     v = _vector(np.random.default_rng(_seed("paths", name, pair)).standard_normal(mats[0].shape[0]), "float64")
     run = t3.prepare(pair, *mats, like=v, executor="dataflow")

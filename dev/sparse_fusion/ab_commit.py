@@ -100,12 +100,11 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
 
 def main():
     commits, out, cases = sys.argv[1].split(","), sys.argv[2], sys.argv[3].split(",")
-    commit = sys.argv[1]
     fs_old, sf_old = import_old(commits[0])
     alts = {f"alt{k}": import_old(c, f"tiers_alt{k}") for k, c in enumerate(commits[1:], 1)}
     dev = torch.device("cuda")
     res = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "old": commit,
+           "triton": __import__("triton").__version__, "old": commits[0], "alts": commits[1:],
            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
     for case in cases:
         pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)

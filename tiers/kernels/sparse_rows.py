@@ -525,7 +525,6 @@ every output checked first, figures/data/ab_grid_b_*), list → grid, ms: 3D ILU
 (8 · 4 · 2) 1.27 → 1.31, not staged (1.45 staged, may_stage in t3; figures/data/ab_grid_c_*). The
 27-point grid's kernels are unchanged (the same SASS). Rows within 8 (one step of one pair over
 two entries, an arrow's) keep the list: nothing that small was measured."""
-_GRID_WORK = tl.constexpr(GRID_WORK)         # what the kernels read (held_fetch, held_finish: as grid_layout)
 
 
 def within_held_work(shape) -> tuple:
@@ -535,18 +534,28 @@ def within_held_work(shape) -> tuple:
     return (W, S, C) if S * C * W <= HELD_WORK else (0, 0, 0)
 
 
-def grid_layout(shape) -> bool:
-    """Whether held rows of this (W, S, C) take their pairs as a grid (GRID_WORK), as the kernels
-    decide it from their W, S, C."""
-    W, S, C = shape
+@triton.constexpr_function
+def _grid(W, S, C):
+    """Whether held rows of shape (W, S, C) take their pairs as a grid (GRID_WORK): the one rule,
+    which the kernels ask from their constexprs and the host through grid_layout."""
     return S * C * W > GRID_WORK
 
 
+@triton.constexpr_function
+def _across(W, S, C, FACTOR, APART):
+    """Whether held IC(0) rows of shape (W, S, C) take their grid steps first and run right-looking
+    (held_steps' ACROSS): a grid with W = S, not in one pass (APART); the host asks reads_across."""
+    return _grid(W, S, C) and FACTOR == IC and not APART and W == S
+
+
+def grid_layout(shape) -> bool:
+    """_grid of a held shape (W, S, C), on the host."""
+    return _grid(*shape)
+
+
 def reads_across(shape, factor, apart=False) -> bool:
-    """Whether held IC(0) rows of this (W, S, C) take their grid steps first and run right-looking
-    (held_steps' ACROSS), as the kernels decide it: a grid with W = S, not in one pass (apart)."""
-    W, S, C = shape
-    return factor == IC and not apart and W == S and grid_layout(shape)
+    """_across of a held shape (W, S, C), on the host."""
+    return _across(*shape, factor, apart)
 
 
 @triton.jit
@@ -606,8 +615,8 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     p = tl.load(ENT_VAL + e, mask=sm, other=0)
     aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
     u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
-    GRID: tl.constexpr = S * C * W > _GRID_WORK
-    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps (reads_across)
+    GRID: tl.constexpr = _grid(W, S, C)
+    ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     if GRID:
         if ACROSS:                     # the steps first, so that the threads spread them: [S, R, W]
             bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, :, None]
@@ -666,8 +675,8 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
     from the other operands of their pairs (ext: [R, S, W] as a grid, [R, W, S] as IC(0)'s grid
     read across, [R, S, C] as a list) and their pivots (piv, [R, S]: their reciprocals with
     RECIP), all read: returns w after them. Every step live here lies within lo ≤ s < hi."""
-    GRID: tl.constexpr = S * C * W > _GRID_WORK
-    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S
+    GRID: tl.constexpr = _grid(W, S, C)
+    ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
     if APART:                          # IC(0) only: every off-diagonal step at once, then the diagonal
         tl.static_assert(FACTOR == 2 and RECIP, "held_finish: APART is IC(0)'s, from the reciprocals")
@@ -806,8 +815,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     step, late_steps): the steps before a row's late step wait only for their own operands and
     run while the rows it reads last are still at work; the late step and those after it wait for
     the rest (held_steps)."""
-    GRID: tl.constexpr = S * C * W > _GRID_WORK
-    ACROSS: tl.constexpr = GRID and FACTOR == 2 and not APART and W == S      # held_steps (reads_across)
+    GRID: tl.constexpr = _grid(W, S, C)
+    ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
     pm = sm & (aux >= 0)
     if GRID:                           # IC(0)'s diagonal pairs lie in the row itself
