@@ -1560,6 +1560,42 @@ def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
     bad = validation.unusable_pivots(kind, pivots).cpu()
     expected = n - int(bad.nonzero()[0, 0]) if bool(bad.any()) else 0
     assert int(flag[0]) == expected, (kind, picks)
+    marks = torch.full((n,), rows.PIVOT, dtype=torch.uint8, device=DEVICE)      # factor_out's test of them
+    dt = pivots.dtype
+    out, flag = rows.factor_out(tables, pivots.clone(), marks, t3_launch.SENTINEL[dt], t3_launch.SENTINEL_BITS[dt])
+    assert int(flag[0]) == expected, (kind, picks, "factor_out")
+    assert torch.equal(out.view(t3_launch.SENTINEL_BITS[dt]), pivots.view(t3_launch.SENTINEL_BITS[dt]))
+
+
+@pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_factor_out_copies_and_resets(pair, dtype):
+    """rows.factor_out, which follows each replay of t3's graph: the copy it returns is the factor
+    bit for bit; VAL afterwards holds the sentinel exactly where a step rewrites it and A's values
+    elsewhere — the template every replay starts from; its flag names the lowest row whose pivot
+    stops the factorisation (here none; with one, the row of the lowest)."""
+    mats = operands(pair, matrix("poisson3d", 6, 3))
+    b = np.random.default_rng(_seed("factor_out", pair, dtype)).standard_normal(mats[0].shape[0])
+    run = t3.prepare(pair, *mats, like=_vector(b, dtype), executor="dataflow")
+    factor = run(_vector(b, dtype))[0].values()
+    t = run.tables
+    bits, sent = t3_launch.SENTINEL_BITS[factor.dtype], t3_launch.SENTINEL[factor.dtype]
+    marks = rows.entry_marks(t, factor.device)
+    val = factor.clone()
+    out, flag = rows.factor_out(t, val, marks, sent, bits)
+    assert torch.equal(out.view(bits), factor.view(bits)) and int(flag[0]) == 0
+    at = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
+    want = run.values.clone()
+    want.view(bits)[at] = sent
+    assert torch.equal(val.view(bits), want.view(bits))
+    assert (marks.cpu().numpy() & rows.PIVOT).nonzero()[0].tolist() == t.pivot_at.tolist()
+    broken = factor.clone()
+    rows_hit = [5, 2 * len(t.pivot_at) // 3]
+    for i in rows_hit:
+        broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
+    out, flag = rows.factor_out(t, broken.clone(), marks, sent, bits)
+    with pytest.raises(ValueError, match=f"breaks down in row {min(rows_hit)}:"):
+        rows.raise_flagged(t, out, flag)
 
 
 def _broken(name, size, pair, how, seed):

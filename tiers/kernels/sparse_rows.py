@@ -52,6 +52,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.validation import factor_breakdown
 
@@ -1362,55 +1363,110 @@ def pivot_kind(tables) -> str:
 
 
 @triton.jit
-def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
-    """FLAG[0] (0 at launch) raised to N − i for every row i whose pivot VAL[PIVOT_AT[i]] stops
-    the factorisation, as tiers/validation.py's unusable_pivots judges — ILU(0) (FACTOR 1): zero
-    or not finite; IC(0): not positive or not finite (|p| < ∞ is false for ±∞ and NaN alike):
-    afterwards N − FLAG[0] is the lowest such row."""
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = i < N
-    p = tl.load(VAL + tl.load(PIVOT_AT + i, mask=m, other=0), mask=m, other=1.0)
+def _stops(p, FACTOR: tl.constexpr):
+    """Whether pivot p stops the factorisation, as tiers/validation.py's unusable_pivots judges —
+    ILU(0) (FACTOR 1): zero or not finite; IC(0): not positive or not finite (|p| < ∞ is false for
+    ±∞ and NaN alike)."""
     finite = tl.abs(p) < float("inf")
     if FACTOR == 1:
-        good = finite & (p != 0)
+        return ~(finite & (p != 0))
     else:
-        good = finite & (p > 0)
-    tl.atomic_max(FLAG + tl.zeros_like(i), (N - i).to(tl.int32), mask=m & ~good, sem="relaxed")
+        return ~(finite & (p > 0))
+
+
+@triton.jit
+def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, NNZ, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    """FLAG[0] (0 at launch) raised to NNZ − PIVOT_AT[i] for every row i whose pivot VAL[PIVOT_AT[i]]
+    stops the factorisation (_stops): afterwards NNZ − FLAG[0] is the position of the lowest such
+    row's pivot (pivots lie in row order)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < N
+    at = tl.load(PIVOT_AT + i, mask=m, other=0)
+    p = tl.load(VAL + at, mask=m, other=1.0)
+    tl.atomic_max(FLAG + tl.zeros_like(i), (NNZ - at).to(tl.int32), mask=m & _stops(p, FACTOR), sem="relaxed")
 
 
 def breakdown_flag(tables, dev, val):
     """check_factor_pivots' test of VAL's pivots as one kernel that leaves its answer on the device
     (_flag_breakdown), for results to read back (raise_flagged): done with torch's operations, a
     gather and eight small kernels, it took 44 µs a call on the 3D grid (H200, 2026-12-01,
-    figures/data/prof_call_graph_*). A CUDA graph captures it with the kernels it follows (t3)."""
+    figures/data/prof_call_graph_*). t3's graph replays test the pivots as they copy the factor
+    out instead (factor_out)."""
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     n, BLOCK = tables.n1, 1024
-    _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, FACTOR=tables.factor, BLOCK=BLOCK)
+    _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, val.shape[0],
+                                              FACTOR=tables.factor, BLOCK=BLOCK)
     return flag
 
 
-def raise_flagged(tables, dev, val, flag):
-    """Raise factor_breakdown for the lowest row breakdown_flag found (one device-to-host read),
-    the row t0 stops at; nothing if none."""
+REWRITTEN, PIVOT = 1, 2
+"""The bits of entry_marks: a step rewrites the entry; the entry is a row's pivot."""
+
+
+def entry_marks(tables, device) -> torch.Tensor:
+    """Per entry of the factor's VAL, REWRITTEN | PIVOT as they apply (uint8): what factor_out
+    reads beside the values."""
+    marks = np.zeros(len(tables.factor_pattern[1]), np.uint8)
+    marks[tables.rewritten] |= REWRITTEN
+    marks[tables.pivot_at] |= PIVOT
+    return torch.from_numpy(marks).to(device)
+
+
+@triton.jit
+def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+    """One pass over a finished factor VAL (NNZ entries; VAL_BITS the same memory as integers):
+    OUT[e] = VAL[e]; VAL[e] = the sentinel wherever a step rewrites it (MARKS bit 1), so that VAL
+    is ready for the next run; FLAG[0] (0 at launch) raised to NNZ − e for every pivot (bit 2)
+    that stops the factorisation (_stops), as _flag_breakdown does."""
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = e < NNZ
+    v = tl.load(VAL + e, mask=m, other=1.0)
+    mark = tl.load(MARKS + e, mask=m, other=0)
+    tl.store(OUT + e, v, mask=m)
+    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & 1) != 0))
+    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=m & ((mark & 2) != 0) & _stops(v, FACTOR),
+                  sem="relaxed")
+
+
+def factor_out(tables, val, marks, sentinel, bits):
+    """(a copy of the factor VAL, breakdown flag) in one pass that also puts `sentinel` back
+    (viewed as `bits`) wherever a step rewrites VAL (_factor_out; `marks`: entry_marks). It replaces
+    three passes after a replay of t3's graph: the copy returned, the pivot test
+    (breakdown_flag) and the reset of the rewritten entries before the next run."""
+    out = buffers.empty(val.shape, dtype=val.dtype, device=val.device)
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
+    nnz, BLOCK = val.shape[0], 2048
+    _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(bits), marks, flag, nnz, sentinel,
+                                           FACTOR=tables.factor, BLOCK=BLOCK, num_warps=4)
+    return out, flag
+
+
+def raise_flagged(tables, val, flag):
+    """Raise factor_breakdown for the lowest row whose pivot breakdown_flag or factor_out flagged
+    (one device-to-host read), the row t0 stops at; nothing if none. The flag names the pivot's
+    position in VAL, whose row is found among the pivots' positions (ascending)."""
     flagged = int(flag[0])
     if flagged:
-        i = tables.n1 - flagged
-        raise factor_breakdown(pivot_kind(tables), i, float(val[dev["pivot_at"][i]]))
+        at = val.shape[0] - flagged
+        i = int(np.searchsorted(tables.pivot_at, at))
+        raise factor_breakdown(pivot_kind(tables), i, float(val[at]))
 
 
-def results(tables, dev, val, vec, flag=None):
+def results(tables, dev, val, vec, flag=None, outs=None):
     """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
     the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
     and its pivots are checked (breakdown_flag, then one device-to-host read, after the outputs
     are made): a kernel cannot raise, so a breakdown is reported here, for the lowest row where it
-    happened — the row t0 stops at (later bad pivots descend from it). `flag`: breakdown_flag's
-    result where the caller launched it already (t3's graphs capture it)."""
+    happened — the row t0 stops at (later bad pivots descend from it). `flag`: breakdown_flag's or
+    factor_out's result where the caller has it already; `outs`: the vector results where the
+    caller copied them out of VEC already (then VEC is not read)."""
     n = tables.n1
-    outs = tuple(vec[at:at + n] for at in tables.out_at)
+    if outs is None:
+        outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:
         return outs
     if flag is None:
         flag = breakdown_flag(tables, dev, val)
     factor = torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n))
-    raise_flagged(tables, dev, val, flag)
+    raise_flagged(tables, val, flag)
     return (factor,) + outs

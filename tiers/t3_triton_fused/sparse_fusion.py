@@ -787,8 +787,7 @@ def _data_buffers(run, vector):
     bits = SENTINEL_BITS[vector.dtype]
     if run.data_template is None:
         t = run.values.clone()
-        run.rewritten_at = torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device)
-        t.view(bits)[run.rewritten_at] = SENTINEL[t.dtype]
+        t.view(bits)[torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device)] = SENTINEL[t.dtype]
         run.data_template = t
     own = run.values.clone() if _works_in_own(run) else run.values
     return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
@@ -821,7 +820,12 @@ process (ab_pivots_*, 5 rotated rounds, the earlier code twice), ms: 3D ILU(0) 0
 against 1.960 / 1.970; 2D IC(0) 2.521 against 2.626 / 2.633; power-law ILU(0) 1.257 against
 1.294 / 1.269. Testing each pivot inside the factor kernel instead (ab_pivots_in_kernel_*) made
 that kernel slower where its blocks hold their slots longest (27-point ILU(0) 2.729 against
-2.639 / 2.652, 2D IC(0) 2.580 against 2.519 / 2.517): more registers, a pick per row."""
+2.639 / 2.652, 2D IC(0) 2.580 against 2.519 / 2.517): more registers, a pick per row. Profiled on
+2026-12-02 (prof_call_grid_*), a 3D ILU(0) call spent 0.16 ms beside its 0.51 ms kernel: the reset
+45 µs, the pivot kernel 20 µs, copies 46 µs (the factor's 7M entries the largest). One pass after
+the replay now does all three (rows.factor_out): A/B in one process (ab_factor_out_*, 5 rotated
+rounds, the earlier code twice), ms: 3D ILU(0) 0.634 against 0.678 / 0.677, IC(0) 0.620 against
+0.645 / 0.641, float32 ILU(0) 0.547 against 0.575 / 0.573."""
 
 
 def replays_graph(run) -> bool:
@@ -835,45 +839,48 @@ def replays_graph(run) -> bool:
 class _Graph(NamedTuple):
     graph: object              # torch.cuda.CUDAGraph
     vector: torch.Tensor       # the input it reads: each call copies its vector here
-    val: torch.Tensor          # the factor it writes
+    val: torch.Tensor          # the factor it writes, holding the sentinel wherever a step writes when it starts
     vec: torch.Tensor          # the vectors it writes
-    flag: torch.Tensor         # the lowest row whose pivot stops the factorisation (rows.breakdown_flag)
+    marks: torch.Tensor        # rows.entry_marks: what rows.factor_out puts back in val and tests
 
 
 def _graphed(run, vector):
     """A factor pair's call by replaying its graph, captured by the second call: the first runs
     eagerly, which builds the sentinel template and compiles the kernels (neither can be
-    captured), and a pair function, which prepares for one call, captures nothing. The outputs
-    are cloned from the graph's buffers, which the next call overwrites, and queued before the
-    breakdown flag is read, so that the host's work for them overlaps the graph's."""
+    captured), and a pair function, which prepares for one call, captures nothing. The graph's
+    buffers are rewritten by the next call, so the results are copies: rows.factor_out copies the
+    factor, tests its pivots and puts the sentinel back where the steps write, in one pass queued
+    right after the replay (so every replay starts from the template, whatever the host does
+    next), and the vector results are copied too, before the breakdown flag is read, so that the
+    host's work for them overlaps the graph's."""
     if run.graph is None:
         run.graph = _capture(run, vector)
-    g = run.graph
+    g, t = run.graph, run.tables
     g.vector.copy_(vector)
     g.graph.replay()
-    return rows.results(run.tables, run.dev, g.val.clone(), g.vec.clone(), flag=g.flag)
+    val, flag = rows.factor_out(t, g.val, g.marks, SENTINEL[g.val.dtype], SENTINEL_BITS[g.val.dtype])
+    outs = tuple(g.vec[at:at + t.n1].clone() for at in t.out_at)
+    return rows.results(t, run.dev, val, None, flag=flag, outs=outs)
 
 
 def _capture(run, vector):
     """_Graph of one call's launches (none run here), reading a copy of `vector`. Its factor
     buffer starts as the sentinel template and keeps, from call to call, A's values wherever no
-    step writes (every call leaves them as they were), so a call resets only the positions the
-    steps rewrite (RowTables.rewritten) to the sentinel: 4M of the 3D grid's 7M entries, where a
-    clone of the template would copy all 7M."""
+    step writes (every call leaves them as they were); after each replay rows.factor_out puts the
+    sentinel back where the steps write (RowTables.rewritten: 4M of the 3D grid's 7M entries) as
+    it copies the factor out."""
     static = vector.clone()
     val = run.data_template.clone()
+    marks = rows.entry_marks(run.tables, val.device)
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
     with torch.cuda.graph(graph), buffers.poisoned(False):
-        # run.rewritten_at lives as long as the runner: the graph reads it on every replay
-        val.view(SENTINEL_BITS[val.dtype]).index_fill_(0, run.rewritten_at, SENTINEL[val.dtype])
         own = run.values.clone() if _works_in_own(run) else run.values
         vec = _slots_from(static, run.tables.vec_len)
         _run_syncfree(run, val, vec, own)
-        flag = rows.breakdown_flag(run.tables, run.dev, val)
-    return _Graph(graph, static, val, vec, flag)
+    return _Graph(graph, static, val, vec, marks)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
@@ -1059,7 +1066,6 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
-            self.rewritten_at = None            # and the positions it holds the sentinel at, on the device
             self.graph = None                   # the call as a CUDA graph, captured by the second (_graphed)
             self.eager_calls = 0
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
