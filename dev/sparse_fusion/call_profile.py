@@ -7,7 +7,8 @@ is written too, to see the gaps between kernels.
 
     python dev/sparse_fusion/call_profile.py OUTDIR poisson3d:100:spilu0_sptrsv:sparse_fusion,...
 
-Data of 2026-12-01 (H200, before the factor calls replayed CUDA graphs): figures/data/prof_call_*.
+Data of 2026-12-01 (H200, before the factor calls replayed CUDA graphs): figures/data/prof_call_*;
+of 2026-12-02 (commit 861c91c, before rows.factor_out): prof_call_grid_*.
 """
 import json
 import sys

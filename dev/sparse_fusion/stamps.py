@@ -14,7 +14,7 @@ e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Writes OUTDIR/stamps.json (per 
 package's and the stamped kernel's ms, percentiles in µs of every segment, of the start and
 finish relative to the block's latest predecessor, and the same along the critical path) and
 OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). Data of 2026-12-01 (H200):
-figures/data/clk_probe_*.
+figures/data/clk_probe_*; of 2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*.
 """
 import importlib
 import inspect
