@@ -1562,9 +1562,9 @@ def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
     assert int(flag[0]) == expected, (kind, picks)
     marks = torch.full((n,), rows.PIVOT, dtype=torch.uint8, device=DEVICE)      # factor_out's test of them
     dt = pivots.dtype
-    out, flag = rows.factor_out(tables, pivots.clone(), marks, t3_launch.SENTINEL[dt], t3_launch.SENTINEL_BITS[dt])
+    out, flag = rows.factor_out(tables, pivots.clone(), marks)
     assert int(flag[0]) == expected, (kind, picks, "factor_out")
-    assert torch.equal(out.view(t3_launch.SENTINEL_BITS[dt]), pivots.view(t3_launch.SENTINEL_BITS[dt]))
+    assert torch.equal(out.view(rows.SENTINEL_BITS[dt]), pivots.view(rows.SENTINEL_BITS[dt]))
 
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
@@ -1579,10 +1579,10 @@ def test_factor_out_copies_and_resets(pair, dtype):
     run = t3.prepare(pair, *mats, like=_vector(b, dtype), executor="dataflow")
     factor = run(_vector(b, dtype))[0].values()
     t = run.tables
-    bits, sent = t3_launch.SENTINEL_BITS[factor.dtype], t3_launch.SENTINEL[factor.dtype]
+    bits, sent = rows.SENTINEL_BITS[factor.dtype], rows.SENTINEL[factor.dtype]
     marks = rows.entry_marks(t, factor.device)
     val = factor.clone()
-    out, flag = rows.factor_out(t, val, marks, sent, bits)
+    out, flag = rows.factor_out(t, val, marks)
     assert torch.equal(out.view(bits), factor.view(bits)) and int(flag[0]) == 0
     at = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
     want = run.values.clone()
@@ -1593,7 +1593,7 @@ def test_factor_out_copies_and_resets(pair, dtype):
     rows_hit = [5, 2 * len(t.pivot_at) // 3]
     for i in rows_hit:
         broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
-    out, flag = rows.factor_out(t, broken.clone(), marks, sent, bits)
+    out, flag = rows.factor_out(t, broken.clone(), marks)
     with pytest.raises(ValueError, match=f"breaks down in row {min(rows_hit)}:"):
         rows.raise_flagged(t, out, flag)
 

@@ -1399,13 +1399,23 @@ def breakdown_flag(tables, dev, val):
     return flag
 
 
+SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
+"""Bit patterns of what the values-as-flags kernels still await (VEC's outputs, a factor's rewritten
+entries in VAL) before it is written: signalling NaNs, which no arithmetic produces (a NaN result
+is quiet) and which the validated, finite inputs never hold."""
+
+
+SENTINEL_BITS = {torch.float64: torch.int64, torch.float32: torch.int32}
+"""The integer view through which a buffer of that dtype is written or compared bit for bit."""
+
+
 REWRITTEN, PIVOT = 1, 2
 """The bits of entry_marks: a step rewrites the entry; the entry is a row's pivot."""
 
 
 def entry_marks(tables, device) -> torch.Tensor:
     """Per entry of the factor's VAL, REWRITTEN | PIVOT as they apply (uint8): what factor_out
-    reads beside the values."""
+    reads beside the values (a pattern's; t3 keeps one per pattern and device: pattern_cached)."""
     marks = np.zeros(len(tables.factor_pattern[1]), np.uint8)
     marks[tables.rewritten] |= REWRITTEN
     marks[tables.pivot_at] |= PIVOT
@@ -1428,16 +1438,16 @@ def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr
                   sem="relaxed")
 
 
-def factor_out(tables, val, marks, sentinel, bits):
-    """(a copy of the factor VAL, breakdown flag) in one pass that also puts `sentinel` back
-    (viewed as `bits`) wherever a step rewrites VAL (_factor_out; `marks`: entry_marks). It replaces
+def factor_out(tables, val, marks):
+    """(a copy of the factor VAL, breakdown flag) in one pass that also puts the sentinel (SENTINEL)
+    back wherever a step rewrites VAL (_factor_out; `marks`: entry_marks). It replaces
     three passes after a replay of t3's graph: the copy returned, the pivot test
     (breakdown_flag) and the reset of the rewritten entries before the next run."""
     out = buffers.empty(val.shape, dtype=val.dtype, device=val.device)
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     nnz, BLOCK = val.shape[0], 2048
-    _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(bits), marks, flag, nnz, sentinel,
-                                           FACTOR=tables.factor, BLOCK=BLOCK, num_warps=4)
+    _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz,
+                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK, num_warps=4)
     return out, flag
 
 

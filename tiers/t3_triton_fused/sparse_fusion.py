@@ -858,7 +858,7 @@ def _graphed(run, vector):
     g, t = run.graph, run.tables
     g.vector.copy_(vector)
     g.graph.replay()
-    val, flag = rows.factor_out(t, g.val, g.marks, SENTINEL[g.val.dtype], SENTINEL_BITS[g.val.dtype])
+    val, flag = rows.factor_out(t, g.val, g.marks)
     outs = tuple(g.vec[at:at + t.n1].clone() for at in t.out_at)
     return rows.results(t, run.dev, val, None, flag=flag, outs=outs)
 
@@ -871,7 +871,8 @@ def _capture(run, vector):
     it copies the factor out."""
     static = vector.clone()
     val = run.data_template.clone()
-    marks = rows.entry_marks(run.tables, val.device)
+    marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device)),
+                                lambda: rows.entry_marks(run.tables, val.device))
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and

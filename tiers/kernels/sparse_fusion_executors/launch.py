@@ -11,7 +11,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tiers import buffers
-from tiers.kernels.sparse_rows import CHUNK
+from tiers.kernels.sparse_rows import CHUNK, SENTINEL, SENTINEL_BITS
 from tiers.validation import interpreting
 
 
@@ -27,15 +27,6 @@ def _next_ticket(TICKET, N_BLK, LOOP: tl.constexpr):
         return tl.atomic_add(TICKET, 1, sem="relaxed")
     else:
         return N_BLK
-
-
-SENTINEL = {torch.float64: 0x7FF00000DEADBEEF, torch.float32: 0x7F80BEEF}
-"""Bit patterns of VEC's outputs before they are written: signalling NaNs, which no arithmetic
-produces (a NaN result is quiet) and which the validated, finite inputs never hold."""
-
-
-SENTINEL_BITS = {torch.float64: torch.int64, torch.float32: torch.int32}
-"""The integer view through which a buffer of that dtype is written or compared bit for bit."""
 
 
 def _programs(count, per_sm, device):
