@@ -1464,9 +1464,10 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
     """The dataflow executor stages held rows' steps (stages_steps) where they may (may_stage) and
     some row has steps on both sides of its first late one — the 27-point grid — and not on the
     5- and 7-point grids (every first step is late) or the power-law graph's ILU(0) (rows of few
-    steps, STAGED_ILU_STEPS); the flag executor never. Staged or not, both schedules give t0's
-    results, and so does the same plan with STAGED_STEPS off. The 27-point grid is 3×3×3: its held
-    rows are staged there already."""
+    steps, STAGED_ILU_STEPS); the flag executor never. Staged ILU(0) rows read their solve's
+    missing x_j again after the late operands, in float64 only (relooks). Staged or not, both
+    schedules give t0's results, and so does the same plan with STAGED_STEPS off. The 27-point
+    grid is 3×3×3: its held rows are staged there already."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
     b = np.random.default_rng(_seed("staged", name, pair)).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, "float64", ("staged", name, pair))
@@ -1477,10 +1478,12 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
             run = t3.prepare(pair, *mats, like=v, schedule=s, executor=executor)
             W = run.tables.held(run.block_rows)[0]
             assert t3.stages_steps(run, W) == (staged and executor == "dataflow"), (kind, executor)
+            relook = staged and executor == "dataflow" and pair == "spilu0_sptrsv"
+            assert t3.relooks(run, W, torch.float64) == relook and not t3.relooks(run, W, torch.float32)
             _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}")
             if t3.stages_steps(run, W):
                 monkeypatch.setattr(t3, "STAGED_STEPS", False)
-                assert not t3.stages_steps(run, W)
+                assert not t3.stages_steps(run, W) and not t3.relooks(run, W, torch.float64)
                 _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}, one stage")
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 

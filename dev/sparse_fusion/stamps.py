@@ -13,8 +13,12 @@ package's kernels change, the anchors may need to follow (an AssertionError name
 e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Writes OUTDIR/stamps.json (per case: the
 package's and the stamped kernel's ms, percentiles in µs of every segment, of the start and
 finish relative to the block's latest predecessor, and the same along the critical path) and
-OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). Data of 2026-12-01 (H200):
-figures/data/clk_probe_*; of 2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*.
+OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). The two chains apart too: a
+block's T3 against its factor predecessors' T4 (f_hop_*), its T5 against its solve predecessors'
+T5 (x_hop_*), and those against its own T4 (x_pred_T5_minus_own_T4: below 0, the x_j were in
+before the factor row was stored). Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
+2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*; (a variant of b896f67,
+with the chains apart): clk_probe_relook_*.
 """
 import importlib
 import inspect
@@ -54,11 +58,11 @@ def stamped_module():
     hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n",
              "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n"
              "        c2 = _gt(_dep(piv) + _dep(ext))\n")
-    hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)",
-             "        ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)")
+    hf = sub(hf, "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)",
+             "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)")
     hf = sub(hf, "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:",
              "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n        if GRID:")
-    hf = sub(hf, "    tl.store(VAL + at, w, mask=inrow)\n    return w", "    tl.store(VAL + at, w, mask=inrow)\n    return w, c2, c3")
+    hf = sub(hf, "    tl.store(VAL + at, w, mask=inrow)\n    return w, x", "    tl.store(VAL + at, w, mask=inrow)\n    return w, x, c2, c3")
 
     s = sub(sfree, "def _syncfree(", "def _syncfree_clk(")
     s = sub(s, "LATE, N_IN,", "LATE, N_IN, CLK,")
@@ -66,12 +70,11 @@ def stamped_module():
     s = sub(s, "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n",
             "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n"
             "            c1 = _gt(_dep(other) + _dep(aux) + _dep(row0))\n")
-    s = sub(s, "            w = held_finish(w_at,", "            w, c2, c3 = held_finish_clk(w_at,")
-    s = sub(s, "                            SENT, NAP, APART, late, STAGED)\n",
-            "                            SENT, NAP, APART, late, STAGED)\n            c4 = _gt(_dep(w))\n")
+    s = sub(s, "                w, x_j = held_finish(w_at,", "                w, x_j, c2, c3 = held_finish_clk(w_at,")
+    s = sub(s, "                w, _ = held_finish(w_at,", "                w, _, c2, c3 = held_finish_clk(w_at,")
+    s = sub(s, "            if FUSED:\n                rd = held_divisor(", "            c4 = _gt(_dep(w))\n            if FUSED:\n                rd = held_divisor(")
     s = sub(s, "                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, rd), mask=two_held)\n",
-            "                xs = held_solve(w, x_at, x_j, b2, rd)\n                tl.store(VEC + dst2, xs, mask=two_held)\n"
-            "")
+            "                xs = held_solve(w, x_at, x_j, b2, rd)\n                tl.store(VEC + dst2, xs, mask=two_held)\n")
     s = sub(s, "        if not DATA:\n            tl.debug_barrier()             # every thread's stores issued",
             "        c5 = _gt(c0.to(tl.int32))\n        base = CLK + t.to(tl.int64) * 8\n"
             "        tl.store(base + 0, c0)\n        tl.store(base + 1, c1)\n        tl.store(base + 2, c2)\n"
@@ -218,6 +221,15 @@ def analyze(run, sched, mats, clk, programs):
     res["ready_lag_T3_minus_pred"] = pct(T[has, 3] - pred_done[has])
     res["done_lag_T4_minus_pred"] = pct(T[has, 4] - pred_done[has])
     res["late_start_frac"] = round(float(np.mean(T[has, 1] > pred_done[has])), 3)
+    # the two chains apart: a factor row's operands against its factor predecessors' stores (T4),
+    # a solve row's finish against its solve predecessors' (T5) and its own factor row's store
+    fk = u < n1
+    f_done, _ = latest_producers(blocks, bw[fk], bu[fk], T[bu[fk], 4])
+    x_done, _ = latest_producers(blocks, bw[~fk], bu[~fk], T[bu[~fk], 5])
+    hf, hx = f_done >= 0, x_done >= 0
+    res["f_hop_T3_minus_factor_pred_T4"] = pct(T[hf, 3] - f_done[hf])
+    res["x_hop_T5_minus_solve_pred_T5"] = pct(T[hx, 5] - x_done[hx])
+    res["x_pred_T5_minus_own_T4"] = pct(x_done[hx] - T[hx, 4])
     # previous block of the same striding program
     prev = np.arange(blocks) - programs
     pv = prev >= 0

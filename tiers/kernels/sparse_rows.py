@@ -272,6 +272,14 @@ def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr)
 
 
 @triton.jit
+def vec_relook(x, VEC, px, m, N_IN, SENT: tl.constexpr):
+    """x, read from VEC[px] over m, read once more where it still holds the sentinel, without
+    waiting: issued while other work runs, the load brings a later value for vec_await_entries."""
+    w = _waiting(x, px, m, N_IN, SENT)
+    return tl.where(w, tl.load(VEC + px, mask=w, other=0.0, volatile=True), x)
+
+
+@triton.jit
 def val_polled(VAL, at, m, other, SENT: tl.constexpr, NAP: tl.constexpr):
     """VAL[at] over m, read through L2 until none holds the sentinel: a factor entry that another
     row is still computing starts out as SENT (the flag executor's DATA mode), an entry no step
@@ -786,10 +794,10 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
                 W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
                 SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False, late=0,
-                STAGED: tl.constexpr = False):
+                STAGED: tl.constexpr = False, x=0.0, VEC=None, x_at=0, N_IN=0, LOOK: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
-    finished rows), the steps, one store; returns the held entries as they end ([R, W]). ILU:
+    finished rows), the steps, one store; returns the held entries as they end ([R, W]) and x. ILU:
     l = w[k] / pivot, then w[j] −= l · u_kj for the step's pairs. IC: w[j] = (w[j] − Σ w[k] ·
     l_jk) / pivot for j < i. With the pairs as a list a step picks them out of the row by one-hot
     masks over [C, W]; with the grid (GRID_WORK) the operands lie at their entries, b[s, j], so a
@@ -815,7 +823,9 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     [R, S, W] (grid) instead of a loop. STAGED (DATA only, not APART; late: each lane's first late
     step, late_steps): the steps before a row's late step wait only for their own operands and
     run while the rows it reads last are still at work; the late step and those after it wait for
-    the rest (held_steps)."""
+    the rest (held_steps). Returns (w, x): LOOK (with STAGED; t3's relooks) reads x's entries that
+    still hold the sentinel (the solve's x_j, VEC[x_at]) once more after the late operands are
+    in, without waiting; else x as given."""
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
@@ -858,6 +868,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
                        FACTOR, W, S, C, True, APART)
         piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
         ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
+        if LOOK:
+            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)
         if GRID:
             ext = tl.permute(ext, (1, 2, 0))
         w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine, tl.min(tl.where(busy, late, S), 0), looped,
@@ -880,7 +892,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         w = tl.where(hit, tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)[:, None], w)
     tl.debug_barrier()                 # every copy of the row read before it is overwritten (factor_rows)
     tl.store(VAL + at, w, mask=inrow)
-    return w
+    return w, x
 
 
 @triton.jit
