@@ -1478,7 +1478,8 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
             run = t3.prepare(pair, *mats, like=v, schedule=s, executor=executor)
             W = run.tables.held(run.block_rows)[0]
             assert t3.stages_steps(run, W) == (staged and executor == "dataflow"), (kind, executor)
-            relook = staged and executor == "dataflow" and pair == "spilu0_sptrsv"
+            # the wavefront schedule fuses no solve row into a factor row: nothing to look for
+            relook = staged and executor == "dataflow" and pair == "spilu0_sptrsv" and kind == "sparse_fusion"
             assert t3.relooks(run, W, torch.float64) == relook and not t3.relooks(run, W, torch.float32)
             _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}")
             if t3.stages_steps(run, W):

@@ -70,8 +70,7 @@ def stamped_module():
     s = sub(s, "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n",
             "            late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0\n"
             "            c1 = _gt(_dep(other) + _dep(aux) + _dep(row0))\n")
-    s = sub(s, "                w, x_j = held_finish(w_at,", "                w, x_j, c2, c3 = held_finish_clk(w_at,")
-    s = sub(s, "                w, _ = held_finish(w_at,", "                w, _, c2, c3 = held_finish_clk(w_at,")
+    s = sub(s, "            w, x_j = held_finish(w_at,", "            w, x_j, c2, c3 = held_finish_clk(w_at,")
     s = sub(s, "            if FUSED:\n                rd = held_divisor(", "            c4 = _gt(_dep(w))\n            if FUSED:\n                rd = held_divisor(")
     s = sub(s, "                tl.store(VEC + dst2, held_solve(w, x_at, x_j, b2, rd), mask=two_held)\n",
             "                xs = held_solve(w, x_at, x_j, b2, rd)\n                tl.store(VEC + dst2, xs, mask=two_held)\n")
@@ -179,6 +178,28 @@ def critical_path(argpred, last_block):
     return np.array(path[::-1])
 
 
+def hop_by_pollers(T, f_done, f_arg, sm_id):
+    """The factor hop (a block's T3 against its latest factor predecessor's T4) against how many
+    blocks were polling (between their T1 and T3) when that predecessor stored, in quartiles of
+    that count, and apart for a predecessor on the same SM or another: whether the pollers' own
+    traffic, or the path between SMs, sets the hop."""
+    h = f_done >= 0
+    if not h.any():
+        return None
+    hop = T[h, 3] - f_done[h]
+    t = f_done[h]
+    polling = np.searchsorted(np.sort(T[:, 1]), t, "right") - np.searchsorted(np.sort(T[:, 3]), t, "right")
+    edges = np.unique(np.percentile(polling, [0, 25, 50, 75, 100]))
+    out = {"pollers": {p: int(np.percentile(polling, p)) for p in (10, 50, 90)}, "by_quartile": []}
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (polling >= lo) & ((polling < hi) | (hi == edges[-1]))
+        out["by_quartile"].append({"pollers": [int(lo), int(hi)], "n": int(m.sum()), "hop": pct(hop[m])})
+    same = sm_id[np.nonzero(h)[0]] == sm_id[f_arg[h]]
+    out["same_sm"] = {"frac": round(float(same.mean()), 3), "hop": pct(hop[same])}
+    out["other_sm"] = {"hop": pct(hop[~same])}
+    return out
+
+
 def analyze(run, sched, mats, clk, programs):
     blocks, sdev = run.plan[0], run.plan[1]
     blk_ptr = sdev["blk_ptr"].cpu().numpy().astype(np.int64)
@@ -224,10 +245,11 @@ def analyze(run, sched, mats, clk, programs):
     # the two chains apart: a factor row's operands against its factor predecessors' stores (T4),
     # a solve row's finish against its solve predecessors' (T5) and its own factor row's store
     fk = u < n1
-    f_done, _ = latest_producers(blocks, bw[fk], bu[fk], T[bu[fk], 4])
+    f_done, f_arg = latest_producers(blocks, bw[fk], bu[fk], T[bu[fk], 4])
     x_done, _ = latest_producers(blocks, bw[~fk], bu[~fk], T[bu[~fk], 5])
     hf, hx = f_done >= 0, x_done >= 0
     res["f_hop_T3_minus_factor_pred_T4"] = pct(T[hf, 3] - f_done[hf])
+    res["f_hop_by_pollers"] = hop_by_pollers(T, f_done, f_arg, sm_id)
     res["x_hop_T5_minus_solve_pred_T5"] = pct(T[hx, 5] - x_done[hx])
     res["x_pred_T5_minus_own_T4"] = pct(x_done[hx] - T[hx, 4])
     # previous block of the same striding program

@@ -1435,18 +1435,19 @@ def entry_marks(tables, device) -> torch.Tensor:
 
 
 @triton.jit
-def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr, BLOCK: tl.constexpr):
+def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr, BLOCK: tl.constexpr,
+                REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr):
     """One pass over a finished factor VAL (NNZ entries; VAL_BITS the same memory as integers):
-    OUT[e] = VAL[e]; VAL[e] = the sentinel wherever a step rewrites it (MARKS bit 1), so that VAL
-    is ready for the next run; FLAG[0] (0 at launch) raised to NNZ − e for every pivot (bit 2)
-    that stops the factorisation (_stops), as _flag_breakdown does."""
+    OUT[e] = VAL[e]; VAL[e] = the sentinel wherever a step rewrites it (MARKS has REWRITE_BIT), so
+    that VAL is ready for the next run; FLAG[0] (0 at launch) raised to NNZ − e for every pivot
+    (PIVOT_BIT) that stops the factorisation (_stops), as _flag_breakdown does."""
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = e < NNZ
     v = tl.load(VAL + e, mask=m, other=1.0)
     mark = tl.load(MARKS + e, mask=m, other=0)
     tl.store(OUT + e, v, mask=m)
-    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & 1) != 0))
-    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=m & ((mark & 2) != 0) & _stops(v, FACTOR),
+    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & REWRITE_BIT) != 0))
+    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR),
                   sem="relaxed")
 
 
@@ -1459,7 +1460,8 @@ def factor_out(tables, val, marks):
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     nnz, BLOCK = val.shape[0], 2048
     _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz,
-                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK, num_warps=4)
+                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK, REWRITE_BIT=REWRITTEN,
+                                           PIVOT_BIT=PIVOT, num_warps=4)
     return out, flag
 
 

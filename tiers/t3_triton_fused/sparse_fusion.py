@@ -690,21 +690,23 @@ def stages_steps(run, W) -> bool:
 
 
 def relooks(run, W, dtype) -> bool:
-    """_syncfree's RELOOK: a staged held row (stages_steps) that carries its solve reads the x_j
-    still missing once more as soon as its late operands are in, so that the load runs beside the
-    steps after them and the solve, after the row's store, finds them there sooner than by polling
-    from then on. Only where it was measured to gain: ILU(0) in float64. On an H200
+    """_syncfree's RELOOK: a staged held row (stages_steps) that carries its solve (FUSED) reads
+    the x_j still missing once more as soon as its late operands are in, so that the load runs
+    beside the steps after them and the solve, after the row's store, finds them there sooner than
+    by polling from then on. Only where it was measured to gain: ILU(0) in float64. On an H200
     (2026-12-02, A/B in one process against b896f67, 5 rotated rounds, every output checked first,
     figures/data/ab_relook_*), the 27-point grid's ILU(0), sparse-fusion schedule: 1.83 / 1.82 ms
     against 1.91 / 1.92 and 1.89 / 1.89, in two calls (the package CLI: 1.87 against 1.96 before,
-    table_h200_w_* / table_h200_t_*). Not measured: IC(0), whose 27-point and power-law rows stage
-    too. In float32 one CLI run with it took 1.60 ms against 1.50 before, the run's other
-    providers 2 % slower than then (relook_f32_27pt_*): not decided. Unstaged rows (the 2D and 3D grids') lost with it: 3D ILU(0) 0.72–0.74
-    ms against 0.65. Their steps after the await take 0.3 µs, less than the load, and the
-    barrier before the row's store probably waits for the load (held_finish); per-block stamps
+    table_h200_w_* / table_h200_t_*). The other staged rows, A/B'd the same way (2026-12-03,
+    ab_relook_c_*; relook everywhere against never, the latter three times): 27-point IC(0) 1.876
+    ms against 1.773–1.775 (6 % slower), 27-point ILU(0) in float32 1.619 against 1.573–1.589
+    (2 % slower, its rounds spread 1.51–1.63), power-law IC(0) 0.795 against 0.792–0.810 (no
+    difference). Unstaged rows (the 2D and 3D grids') lost with it: 3D ILU(0) 0.72–0.74 ms against
+    0.65. Their steps after the await take 0.3 µs, less than the load, and the barrier before the
+    row's store probably waits for the load (held_finish); per-block stamps
     (figures/data/clk_probe_relook_*) put their x_j in memory 1.4 µs before the row's store
     anyway, the hop of the factor's own operands being what sets their rate."""
-    return stages_steps(run, W) and run.tables.factor == rows.ILU and dtype == torch.float64
+    return stages_steps(run, W) and run.plan[2] > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
 
 
 def held_grid(tables, W) -> bool:

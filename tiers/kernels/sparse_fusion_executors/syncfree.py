@@ -72,6 +72,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             if W == 0 or WALK:    # walked rows solve from memory: their tables now, off the critical path
                 start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w = affine_fetch(
                     v2, two & walk, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
+        else:
+            x_at = -1                      # no solve rides along: held_finish's x is a placeholder
         if not DATA:
             dep_end = tl.load(DEP_PTR + t + 1)
             for q in range(tl.load(DEP_PTR + t), dep_end, DEPS):
@@ -86,17 +88,14 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                     ready = tl.min(tl.where(need, tl.atomic_add(flag, 0, mask=need, sem="acquire"), 1), 0)
             tl.debug_barrier()             # the flags were read by some threads, the rows are read by all
         if W > 0:
+            x_j = 0.0
             if FUSED:
                 if DATA:                   # in flight while the factor row waits and works
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, volatile=True)
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
-            if FUSED and DATA:
-                w, x_j = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN,
-                                     DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK)
-            else:
-                w, _ = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN,
-                                   DATA, SENT, NAP, APART, late, STAGED)
+            w, x_j = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN,
+                                 DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK)
             if FUSED:
                 rd = held_divisor(w, d_loc, FACTOR, W)
                 if DATA:
