@@ -16,9 +16,12 @@ finish relative to the block's latest predecessor, and the same along the critic
 OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). The two chains apart too: a
 block's T3 against its factor predecessors' T4 (f_hop_*), its T5 against its solve predecessors'
 T5 (x_hop_*), and those against its own T4 (x_pred_T5_minus_own_T4: below 0, the x_j were in
-before the factor row was stored). Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
+before the factor row was stored). The factor hop against how many blocks were polling when its
+predecessor stored (f_hop_by_pollers), and how many of the critical path's hops run through a
+solve edge (path.via_solve_frac). Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
 2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*; (a variant of b896f67,
-with the chains apart): clk_probe_relook_*.
+with the chains apart): clk_probe_relook_*; of 2026-12-03: clk_probe_pollers_*,
+clk_probe_path_*.
 """
 import importlib
 import inspect
@@ -60,8 +63,9 @@ def stamped_module():
              "        c2 = _gt(_dep(piv) + _dep(ext))\n")
     hf = sub(hf, "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)",
              "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        w = held_steps(w, ext, _recip(piv)")
-    hf = sub(hf, "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        if GRID:",
-             "            ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)\n        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n        if GRID:")
+    hf = sub(hf, "        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))                   # [R, S, W]",
+             "        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n"
+             "        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))                   # [R, S, W]")
     hf = sub(hf, "    tl.store(VAL + at, w, mask=inrow)\n    return w, x", "    tl.store(VAL + at, w, mask=inrow)\n    return w, x, c2, c3")
 
     s = sub(sfree, "def _syncfree(", "def _syncfree_clk(")
@@ -270,6 +274,7 @@ def analyze(run, sched, mats, clk, programs):
         "await2_from_max_T2_pred": pct(T[ph, 3] - np.maximum(T[ph, 2], pd_)),
         "steps2_store": pct(T[ph, 4] - T[ph, 3]),
         "done_lag_T4": pct(T[ph, 4] - pd_),
+        "via_solve_frac": round(float(np.mean(pd_ == T[argpred[ph], 5])), 3) if len(ph) else None,
         "program_gap": pct(T[ph, 0] - np.where(ph >= programs, T[np.maximum(ph - programs, 0), 5], 0)),
     }
     # where the late starts come from: rows per level a program covers

@@ -274,9 +274,13 @@ def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr)
 @triton.jit
 def vec_relook(x, VEC, px, m, N_IN, SENT: tl.constexpr):
     """x, read from VEC[px] over m, read once more where it still holds the sentinel, without
-    waiting: issued while other work runs, the load brings a later value for vec_await_entries."""
+    waiting: issued while other work runs, the load brings a later value for vec_await_entries.
+    x itself is the load's `other`, not a select after it: nothing uses the result until the
+    await, so nothing waits for the load before then. On an H200 (2026-12-03, A/B in one
+    process, figures/data/ab_relook_d_* and ab_paired_poll_*) the 27-point ILU(0) took 1.807 and
+    1.816 ms with it against 1.825–1.826 with the select."""
     w = _waiting(x, px, m, N_IN, SENT)
-    return tl.where(w, tl.load(VEC + px, mask=w, other=0.0, volatile=True), x)
+    return tl.load(VEC + px, mask=w, other=x, volatile=True)
 
 
 @triton.jit
