@@ -1450,9 +1450,10 @@ def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr
     v = tl.load(VAL + e, mask=m, other=1.0)
     mark = tl.load(MARKS + e, mask=m, other=0)
     tl.store(OUT + e, v, mask=m)
-    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & REWRITE_BIT) != 0))
-    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR),
-                  sem="relaxed")
+    rewritten = m & ((mark & REWRITE_BIT) != 0)
+    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
+    stops = m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR)
+    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=stops, sem="relaxed")
 
 
 def factor_out(tables, val, marks):
@@ -1464,8 +1465,8 @@ def factor_out(tables, val, marks):
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     nnz, BLOCK = val.shape[0], 2048
     _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz,
-                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK, REWRITE_BIT=REWRITTEN,
-                                           PIVOT_BIT=PIVOT, num_warps=4)
+                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK,
+                                           REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, num_warps=4)
     return out, flag
 
 
