@@ -703,15 +703,14 @@ def relooks(run, W, dtype) -> bool:
     (2 % slower, its rounds spread 1.51–1.63), power-law IC(0) 0.795 against 0.792–0.810 (no
     difference). Unstaged rows (the 2D and 3D grids') lost with it: 3D ILU(0) 0.72–0.74 ms against
     0.65, most likely because a select after the load (vec_relook's, then) made the row wait for
-    it before its store. With the load taking x as its `other` instead (ab_relook_d_*, the relook after an
-    unstaged row's awaits against none): 3D ILU(0) 0.650 ms against 0.642–0.644, IC(0) 0.636
+    it before its store. With the load taking x as its `other` instead (ab_relook_d_*, the relook
+    after an unstaged row's awaits against none): 3D ILU(0) 0.650 ms against 0.642–0.644, IC(0) 0.636
     against 0.633–0.638, 2D ILU(0) 2.015 against 2.023–2.029, power-law ILU(0) 1.320 against
     1.276–1.318, 27-point IC(0) 1.969 against 1.877–1.879: no gain anywhere, so no unstaged
     relook. Per-block stamps (figures/data/clk_probe_relook_*) put the 3D rows' x_j in memory
     1.4 µs before the row's store anyway, the hop of the factor's own operands being what sets
     their rate."""
-    return (stages_steps(run, W) and run.plan[2] > 0 and run.tables.factor == rows.ILU
-            and dtype == torch.float64)
+    return stages_steps(run, W) and run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
 
 
 def held_grid(tables, W) -> bool:
