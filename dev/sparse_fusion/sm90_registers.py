@@ -10,7 +10,8 @@ cap's spills seen before it is timed (GRID_REGISTERS' were chosen so).
     python dev/sparse_fusion/sm90_registers.py poisson3d27:8:spilu0_sptrsv:sparse_fusion[:float32][:128:96],...
 
 needs a Triton 3.6 environment (e.g. pip install torch==2.13.0 triton==3.6.0 "numpy<2.3" scipy)
-and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.py's copy too.
+and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.py's copy too,
+`--fuse-rows=true|false` prepares with that fuse_rows instead of the package's rule.
 """
 import os
 import re
@@ -69,6 +70,8 @@ def launch_args(run, val, vec, own, extra=()):
 
 def main():
     stamped = "--stamped" in sys.argv
+    fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
+    fuse_rows = fuse[0] == "true" if fuse else None
     cases = [a for a in sys.argv[1:] if not a.startswith("--")][0].split(",")
     if stamped:
         sys.path.insert(0, os.path.dirname(__file__))
@@ -82,7 +85,8 @@ def main():
         A = bench.make_matrix(name, int(size))
         mats = bench.operands(pair, A)
         v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to(dtype)
-        run = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor="dataflow")
+        run = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor="dataflow",
+                         fuse_rows=fuse_rows)
         val, own, vec = run.values.clone(), run.values, torch.empty(run.tables.vec_len, dtype=dtype)
         W = run.tables.held(run.block_rows)[0]
         default = sf.register_cap(run.tables, W, True) or None

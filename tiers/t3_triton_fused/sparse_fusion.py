@@ -314,7 +314,12 @@ whose rows walk, the fused solve walked its tables after the factor row (A/B, 3 
 work dwarfs its solve (27-point ILU(0): 13 held steps over 27 entries) or a hop's latency bounds
 the time (2D) it gains nothing or loses a few per cent; no rule was tried that would tell those
 apart from the rest, so it stays on — except for the dataflow executor where rows walk
-(fuses_rows)."""
+(fuses_rows). On the H200 with the held rows' grids (2026-12-03, dataflow executor, A/B in one
+process, 5 rotated rounds, figures/data/ab_fuse_rows_*), fused against apart, ms: 3D ILU(0) / IC(0)
+0.616 / 0.604 against 0.832 / 0.908, 27-point 1.786 / 1.761 against 2.543 / 1.840, 2D 1.995 /
+2.130 against 2.758 / 3.059, power-law IC(0) 0.766 against 0.935; float32 3D ILU(0) 0.523 against
+0.824, 27-point 1.494 against 2.065. The solve is on the critical path: apart, it adds a hop a
+level."""
 
 
 def fuses_rows(executor, pair, tables) -> bool:
@@ -327,7 +332,12 @@ def fuses_rows(executor, pair, tables) -> bool:
     against 1.44. Where no row walks, the dataflow executor's fused rows won or tied as the
     flag executor's did (3D ILU(0) / IC(0) 0.97 / 1.28 against 1.09 / 1.39 ms, 2D IC(0) 4.36 against
     4.78, 27-point IC(0) 6.60 against 7.62), 2D ILU(0) excepted (3.24 against 3.00). Why the
-    walked rows make fusing lose there was not profiled."""
+    walked rows make fusing lose there was not profiled. Again on 2026-12-03 (H200, A/B in one
+    process, figures/data/ab_fuse_rows_*): power-law ILU(0) 1.681 ms fused against 1.254 apart.
+    Tried, not kept (figures/data/ab_fuse_held_*, its .diff the code): fusing only the held rows,
+    the walked hubs apart, with the walked rows' fused-solve code not compiled — 1.407 against
+    1.295 apart, float32 1.166 against 1.073 (every row fused 1.743 / 1.427); so it is not the
+    hubs' own fused solves that lose, and apart stays."""
     if executor == "dataflow" and pair in dags.FACTOR_PAIRS and tables.walks:
         return False
     return FUSE_ROWS
