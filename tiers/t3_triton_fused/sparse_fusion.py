@@ -1075,7 +1075,8 @@ class Prepared:
                                         lambda: _level_plan(schedule, self.tables, device))
         elif executor == "chains":
             self.plan = schedule.cached(("t3_chains", block_rows, chain_steps, str(device)),
-                                        lambda: _chain_plan(schedule, problem.matrices, block_rows, chain_steps, device))
+                                        lambda: _chain_plan(schedule, problem.matrices, block_rows, chain_steps,
+                                                            device))
         elif executor == "segments":
             self.plan = schedule.cached(("t3_segments", block_rows, chain_steps, str(device)),
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
