@@ -71,6 +71,8 @@ def launch_args(run, val, vec, own, extra=()):
 def main():
     stamped = "--stamped" in sys.argv
     fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
+    if fuse and fuse[0] not in ("true", "false"):
+        raise SystemExit(f"--fuse-rows takes true or false, got {fuse[0]!r}")
     fuse_rows = fuse[0] == "true" if fuse else None
     cases = [a for a in sys.argv[1:] if not a.startswith("--")][0].split(",")
     if stamped:

@@ -318,8 +318,8 @@ apart from the rest, so it stays on — except for the dataflow executor where r
 process, 5 rotated rounds, figures/data/ab_fuse_rows_*), fused against apart, ms: 3D ILU(0) / IC(0)
 0.616 / 0.604 against 0.832 / 0.908, 27-point 1.786 / 1.761 against 2.543 / 1.840, 2D 1.995 /
 2.130 against 2.758 / 3.059, power-law IC(0) 0.766 against 0.935; float32 3D ILU(0) 0.523 against
-0.824, 27-point 1.494 against 2.065. The solve is on the critical path: apart, it adds a hop a
-level."""
+0.824, 27-point 1.494 against 2.065. Apart, a solve row is one more block a level, a hop after
+its factor row (not stamped)."""
 
 
 def fuses_rows(executor, pair, tables) -> bool:
