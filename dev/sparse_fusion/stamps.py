@@ -149,7 +149,7 @@ def call_clk(run, v, keep):
     sf._launch_claimed(CK._syncfree_clk, run, run.plan[0], args, meta)
     run.resident_clk, run.resident = run.resident, saved
     keep.append(clk)
-    return rows.results(run.tables, run.dev, val, vec)
+    return rows.results(run.tables, run.dev, val, rows.vector_outs(run.tables, vec))
 
 
 def pct(x):

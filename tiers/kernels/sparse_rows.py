@@ -1481,17 +1481,21 @@ def raise_flagged(tables, val, flag):
         raise factor_breakdown(pivot_kind(tables), i, float(val[at]))
 
 
-def results(tables, dev, val, vec, flag=None, outs=None):
-    """The pair's two results from VAL and VEC (`dev`: device_tables' tensors). For ILU(0)/IC(0)
-    the factor comes first, as a torch sparse CSR tensor with A's (tril(A)'s) pattern like t1's,
-    and its pivots are checked (breakdown_flag, then one device-to-host read, after the outputs
-    are made): a kernel cannot raise, so a breakdown is reported here, for the lowest row where it
-    happened — the row t0 stops at (later bad pivots descend from it). `flag`: breakdown_flag's or
-    factor_out's result where the caller has it already; `outs`: the vector results where the
-    caller copied them out of VEC already (then VEC is not read)."""
+def vector_outs(tables, vec) -> tuple:
+    """The pair's vector results, as views of VEC (RowTables.out_at): what results() returns after
+    the factor, or a caller copies first when VEC is rewritten by the next call (t3's graphs)."""
+    return tuple(vec[at:at + tables.n1] for at in tables.out_at)
+
+
+def results(tables, dev, val, outs, flag=None):
+    """The pair's results from VAL and its vector results `outs` (vector_outs; `dev`:
+    device_tables' tensors). For ILU(0)/IC(0) the factor comes first, as a torch sparse CSR tensor
+    with A's (tril(A)'s) pattern like t1's, and its pivots are checked (breakdown_flag, then one
+    device-to-host read, after the outputs are made): a kernel cannot raise, so a breakdown is
+    reported here, for the lowest row where it happened — the row t0 stops at (later bad pivots
+    descend from it). `flag`: breakdown_flag's or factor_out's result where the caller has it
+    already."""
     n = tables.n1
-    if outs is None:
-        outs = tuple(vec[at:at + n] for at in tables.out_at)
     if not tables.factor:
         return outs
     if flag is None:

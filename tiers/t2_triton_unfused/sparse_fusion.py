@@ -95,7 +95,7 @@ class Prepared:
                            STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
                            **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
                            num_warps=1 if R <= 8 else 2)
-        return rows.results(t, self.dev, val, vec)
+        return rows.results(t, self.dev, val, rows.vector_outs(t, vec))
 
 
 def prepare(pair, *matrices, like, schedule=None) -> Prepared:

@@ -894,8 +894,8 @@ def _graphed(run, vector):
     g.vector.copy_(vector)
     g.graph.replay()
     val, flag = rows.factor_out(t, g.val, g.marks)
-    outs = tuple(g.vec[at:at + t.n1].clone() for at in t.out_at)
-    return rows.results(t, run.dev, val, None, flag=flag, outs=outs)
+    outs = tuple(y.clone() for y in rows.vector_outs(t, g.vec))
+    return rows.results(t, run.dev, val, outs, flag=flag)
 
 
 def _capture(run, vector):
@@ -1137,7 +1137,7 @@ class Prepared:
             self.eager_calls += 1
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
-            return rows.results(self.tables, self.dev, val, vec)
+            return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
@@ -1145,7 +1145,7 @@ class Prepared:
             _run_dataflow(self, val, vec, vector)
         else:
             RUNS[self.executor](self, val, vec)
-        return rows.results(self.tables, self.dev, val, vec)
+        return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
 
 
 RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains, "segments": _run_segments}
