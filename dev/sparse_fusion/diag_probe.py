@@ -1,0 +1,393 @@
+"""Probe: how fast can a factor pair run where its factor rewrites only the diagonal?
+
+A developer's probe, not package code (needs a CUDA GPU for timings; on a CPU under
+TRITON_INTERPRET=1 it only checks its results). On the 5- and 7-point grids in natural order no
+update of ILU(0) lands off the diagonal: for (i, k), k < i, row k's entries right of k meet row i
+only at (i, i). Then row i of the pair spilu0_sptrsv is
+
+    l_ik = a_ik / u_kk   (k < i in row i),   u_ii = a_ii − Σ_k l_ik·a_ki,   x_i = b_i − Σ_k l_ik·x_k,
+
+a row that reads two values of each predecessor — its pivot u_kk and x_k — and nothing else that
+is being computed: the shape of a vector pair's row (IC(0): l_ik = a_ik / l_kk, l_ii = √(a_ii −
+Σ_k l_ik²), x_i = (b_i − Σ_k l_ik·x_k) / l_ii). Two kernels run exactly that, u_ii (l_ii) and x_i
+each its own ready flag (sentinel until stored, as t3's dataflow executor does):
+
+  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…): one lane per row, rows in blocks of R
+    of one wavefront level, blocks handed out by ticket to PPS persistent programs per SM;
+  * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
+    up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
+    never), K chains of one key walk side by side in a program, the parent's pivot and x carried
+    in registers; PIPE=1 reads a step's tables two steps ahead and its values and the other
+    chains' pivots and x one step ahead.
+
+Each is timed against t3's dataflow executor (general factor rows: held steps, grids, stages)
+and cuSPARSE, in one process, every output checked first (ab_commit.check_and_time).
+
+    python dev/sparse_fusion/diag_probe.py OUT.json poisson3d:100[:float32[:spic0_sptrsv]],... "R=8,PPS=16;K=32,S=0,PPS=16,PIPE=1"
+
+Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*.
+"""
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from tiers import sparse_dags as dags
+from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, vec_await_entries
+
+PAIR = "spilu0_sptrsv"
+
+
+def diag_only(S) -> bool:
+    """Whether every ILU(0) update of S (dags.ILU0Structure) lands on its row's diagonal."""
+    rows = np.repeat(np.arange(S.n), np.diff(S.indptr))
+    lower = np.repeat(np.arange(len(S.indices)), np.diff(S.upd_ptr))
+    return bool(np.all(S.upd_target == S.diag[rows[lower]]))
+
+
+def plan(A, R):
+    """Slot tables: rows by wavefront level of ILU(0)'s DAG, blocks of R slots in one level
+    (padding −1); per slot its row, diagonal position, and per lower entry (CH of them, −1 padding)
+    its position, column k, k's diagonal position and the position of (k, i)."""
+    S = dags.ilu0_symbolic(A)
+    if not diag_only(S):
+        raise ValueError("ILU(0) of this pattern rewrites entries off the diagonal")
+    n = S.n
+    lc = S.lower_count
+    CH = max(1, triton.next_power_of_2(int(lc.max())))
+    rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
+    k = S.indices[p].astype(np.int64)
+    level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
+    order = np.lexsort((np.arange(n), level))
+    lv = level[order]
+    # a new block at each level change and every R rows
+    start = np.r_[True, lv[1:] != lv[:-1]]
+    run = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    start |= (np.arange(n) - run) % R == 0
+    blk = np.cumsum(start) - 1
+    lane = np.arange(n) - np.flatnonzero(start)[blk]
+    nblk = int(blk[-1]) + 1
+    slot = np.empty(n, np.int64)
+    slot[order] = blk * R + lane
+    ROW = np.full(nblk * R, -1, np.int32)
+    ROW[slot] = np.arange(n)
+    DP = np.zeros(nblk * R, np.int32)
+    DP[slot] = S.diag
+    # (k, i)'s position: row k's entries searched once for column i
+    pos = dags._positions(S.indptr, S.indices, (n, n), k, rows)
+    c = p - S.indptr[rows]
+    tabs = {}
+    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos)):
+        t = np.full((nblk * R, CH), -1, np.int32)
+        t[slot[rows], c] = val
+        tabs[name] = t
+    return nblk, CH, ROW, DP, tabs, S
+
+
+@triton.jit
+def _diag_ilu(TICKET, N_BLK, ROW, DP, LP, LK, LD, LQ, A, B, LU, X, R: tl.constexpr, CH: tl.constexpr,
+              SENT: tl.constexpr):
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    while t < N_BLK:
+        s = t * R + tl.arange(0, R)
+        i = tl.load(ROW + s)
+        ok = i >= 0
+        e = s[:, None] * CH + tl.arange(0, CH)[None, :]
+        p = tl.load(LP + e)
+        m = p >= 0
+        k = tl.load(LK + e, mask=m, other=0)
+        dk = tl.load(LD + e, mask=m, other=0)
+        q = tl.load(LQ + e, mask=m, other=0)
+        dp = tl.load(DP + s, mask=ok, other=0)
+        # the pivots and x_k are their own flags: polled until none holds the sentinel (no parent)
+        a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i, p, k, dk, q, p * 0, dp)
+        u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
+        xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
+        l_ik = _div(a_ik, tl.where(m, u, 1.0))
+        uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
+        xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
+        tl.store(LU + p, l_ik, mask=m)
+        tl.store(X + i, xi, mask=ok)
+        tl.store(LU + dp, uii, mask=ok)
+        t = tl.atomic_add(TICKET, 1, sem="relaxed")
+
+
+def _structure(A, pair):
+    """(ILU0Structure or IC0Structure, whether its factor rewrites no entry but the diagonal)."""
+    if pair == PAIR:
+        S = dags.ilu0_symbolic(A)
+        return S, diag_only(S)
+    S = dags.ic0_symbolic(A)
+    rows = np.repeat(np.arange(S.n), np.diff(S.indptr))
+    counts = np.diff(S.pair_ptr)
+    return S, bool(np.all(counts[S.indices < rows] == 0))
+
+
+def chain_plan(A, K, steps, pair=PAIR):
+    """Chains of the pair's rows and bundles of K of them. Row i links to its parent, the largest k
+    of its row one level up, when it is that parent's smallest such child (a grid's rows chain
+    along x); chains are cut every `steps` links. Key: the level of a chain's first row; a chain
+    waits only on chains of smaller keys (checked), so bundles of K chains of one key, ticketed in
+    key order, cannot deadlock. Slot of (bundle b, step s, lane j): base[b] + s·K + j."""
+    from tiers.kernels.sparse_fusion_executors.chains import _walk
+    S, ok = _structure(A, pair)
+    if not ok:
+        raise ValueError("the factor of this pattern rewrites entries off the diagonal")
+    n = S.n
+    lc = S.diag - S.indptr[:-1]
+    CH = max(1, triton.next_power_of_2(int(lc.max())))
+    rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
+    k = S.indices[p].astype(np.int64)
+    level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
+    up = level[k] == level[rows] - 1
+    parent = np.full(n, -1, np.int64)
+    np.maximum.at(parent, rows[up], k[up])
+    has = np.flatnonzero(parent >= 0)
+    first = np.full(n, n, np.int64)
+    np.minimum.at(first, parent[has], has)
+    head = np.ones(n, bool)
+    head[has] = first[parent[has]] != has
+    top, pos = _walk(head, parent)
+    head |= pos % steps == 0
+    top, pos = _walk(head, parent)
+    key = level[top]
+    cross = top[k] != top[rows]
+    if np.any(key[k[cross]] >= key[rows[cross]]):
+        raise ValueError("a chain waits on a chain of no smaller key")
+    heads = np.flatnonzero(head)
+    heads = heads[np.lexsort((heads, key[heads]))]
+    length = np.bincount(top, minlength=n)[heads]
+    kh = key[heads]
+    start = np.r_[True, kh[1:] != kh[:-1]]
+    run = np.maximum.accumulate(np.where(start, np.arange(len(heads)), 0))
+    start |= (np.arange(len(heads)) - run) % K == 0
+    blk = np.cumsum(start) - 1
+    lane = np.arange(len(heads)) - np.flatnonzero(start)[blk]
+    nblk = int(blk[-1]) + 1
+    nsteps = np.zeros(nblk, np.int64)
+    np.maximum.at(nsteps, blk, length)
+    base = np.zeros(nblk + 1, np.int64)
+    np.cumsum(nsteps * K, out=base[1:])
+    blk_of, lane_of = np.empty(n, np.int64), np.empty(n, np.int64)
+    blk_of[heads], lane_of[heads] = blk, lane
+    slot = base[blk_of[top]] + pos * K + lane_of[top]
+    nslot = int(base[-1])
+    ROW = np.full(nslot, -1, np.int32)
+    ROW[slot] = np.arange(n)
+    DP = np.zeros(nslot, np.int32)
+    DP[slot] = S.diag
+    pos_ki = dags._positions(S.indptr, S.indices, (n, n), k, rows) if pair == PAIR else p
+    c = p - S.indptr[rows]
+    par = (top[k] == top[rows]) & (pos[k] == pos[rows] - 1)
+    tabs = {}
+    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos_ki), ("PAR", par)):
+        t = np.full((nslot, CH), -1, np.int32)
+        t[slot[rows], c] = val
+        tabs[name] = t
+    return nblk, CH, base[:-1].astype(np.int32), nsteps.astype(np.int32), ROW, DP, tabs, S
+
+
+@triton.jit
+def _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, step, nst, K: tl.constexpr, CH: tl.constexpr):
+    """Step `step`'s tables, all independent loads (padding holds −1); none past the last step."""
+    lane = tl.arange(0, K)
+    slot = base + step * K + lane
+    live = (lane * 0 + step) < nst
+    i = tl.load(ROW + slot, mask=live, other=-1)
+    e = slot[:, None] * CH + tl.arange(0, CH)[None, :]
+    lv = live[:, None] & (e >= 0)
+    p = tl.load(LP + e, mask=lv, other=-1)
+    k = tl.load(LK + e, mask=lv, other=0)
+    dk = tl.load(LD + e, mask=lv, other=0)
+    q = tl.load(LQ + e, mask=lv, other=0)
+    par = tl.load(PAR + e, mask=lv, other=0)
+    dp = tl.load(DP + slot, mask=live, other=0)
+    return i, p, k, dk, q, par, dp
+
+
+@triton.jit
+def _vals(A, B, LU, X, i, p, k, dk, q, par, dp):
+    """A step's values: the matrix's (static) and, issued without waiting, the pivots and x_k of
+    rows of other chains."""
+    ok = i >= 0
+    m = p >= 0
+    ext = m & (par == 0)
+    a_ik = tl.load(A + p, mask=m, other=0.0)
+    a_ki = tl.load(A + q, mask=m, other=0.0)
+    a_ii = tl.load(A + dp, mask=ok, other=1.0)
+    b = tl.load(B + i, mask=ok, other=0.0)
+    u = tl.load(LU + dk, mask=ext, other=1.0, volatile=True)
+    xk = tl.load(X + k, mask=ext, other=0.0, volatile=True)
+    return a_ik, a_ki, a_ii, b, u, xk
+
+
+@triton.jit
+def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, K: tl.constexpr,
+               CH: tl.constexpr, SENT: tl.constexpr, PIPE: tl.constexpr, IC: tl.constexpr):
+    """K chains side by side, step by step, the parent's pivot and x from registers. PIPE: tables
+    two steps ahead, values and polls one step ahead; else each step reads its own."""
+    t = tl.atomic_add(TICKET, 1, sem="relaxed")
+    while t < N_BLK:
+        base = tl.load(BASE + t)
+        nst = tl.load(NSTEPS + t)
+        i0, p0, k0, dk0, q0, par0, dp0 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, 0, nst, K, CH)
+        i1, p1, k1, dk1, q1, par1, dp1 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, 1, nst, K, CH)
+        a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i0, p0, k0, dk0, q0, par0, dp0)
+        prev_u = tl.full([K], 1.0, LU.dtype.element_ty)
+        prev_x = tl.zeros([K], LU.dtype.element_ty)
+        for st in range(0, nst):
+            if not PIPE:
+                i0, p0, k0, dk0, q0, par0, dp0 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, st, nst, K, CH)
+                a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i0, p0, k0, dk0, q0, par0, dp0)
+            i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, st + 2, nst, K, CH)
+            a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
+            ok = i0 >= 0
+            m = p0 >= 0
+            ext = m & (par0 == 0)
+            u = vec_await_entries(u, LU + dk0, dk0, ext, 0, SENT, 0)
+            xk = vec_await_entries(xk, X + k0, k0, ext, 0, SENT, 0)
+            inner = m & (par0 != 0)
+            u = tl.where(inner, prev_u[:, None], u)
+            xk = tl.where(inner, prev_x[:, None], xk)
+            l_ik = _div(a_ik, tl.where(m, u, 1.0))
+            if IC:
+                rest = a_ii - tl.sum(tl.where(m, l_ik * l_ik, 0.0), 1)
+                uii = tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)
+                xi = _div(b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1), uii)
+            else:
+                uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
+                xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
+            tl.store(LU + p0, l_ik, mask=m)
+            tl.store(X + i0, xi, mask=ok)
+            tl.store(LU + dp0, uii, mask=ok)
+            prev_u, prev_x = uii, xi
+            i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
+            i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
+            a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
+        t = tl.atomic_add(TICKET, 1, sem="relaxed")
+
+
+class _Runner:
+    """What both runners share: A's values, the diagonal's positions and the ticket on the device,
+    the grid (PPS persistent programs per SM, or one per block), and each call's fresh buffers."""
+
+    def _setup(self, A, S, like, pps):
+        dev, dt = like.device, like.dtype
+        self.diag = torch.from_numpy(S.diag.astype(np.int64)).to(dev)
+        self.A = torch.from_numpy(A.data).to(dev, dt)
+        self.ticket = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.bits, self.sent = SENTINEL_BITS[dt], SENTINEL[dt]
+        if dev.type == "cuda" and pps > 0:
+            self.grid = min(self.nblk, torch.cuda.get_device_properties(dev).multi_processor_count * pps)
+        else:
+            self.grid = self.nblk
+
+    def _buffers(self, b):
+        """(LU: A's values, the sentinel on the diagonal; X: all sentinel), the ticket at zero."""
+        LU = self.A.clone()
+        LU.view(self.bits)[self.diag] = self.sent
+        X = torch.empty_like(b)
+        X.view(self.bits).fill_(self.sent)
+        self.ticket.zero_()
+        return LU, X
+
+
+class ChainRunner(_Runner):
+    """runner(b) → (LU values, x), the chain-bundle kernel."""
+
+    def __init__(self, A, like, K=32, steps=1 << 20, pps=16, pipe=1, pair=PAIR):
+        self.pipe, self.ic = bool(pipe), pair != PAIR
+        if self.ic:
+            from tiers.sparse_matrices import tril_csr
+            A = tril_csr(A)
+        self.nblk, self.CH, BASE, NST, ROW, DP, tabs, S = chain_plan(A, K, steps, pair)
+        self.K = K
+        put = lambda a: torch.from_numpy(a).to(like.device)
+        self.tab = {name: put(t) for name, t in tabs.items()}
+        self.BASE, self.NST, self.ROW, self.DP = put(BASE), put(NST), put(ROW), put(DP)
+        self._setup(A, S, like, pps)
+
+    def __call__(self, b):
+        LU, X = self._buffers(b)
+        T = self.tab
+        _chain_ilu[(self.grid,)](self.ticket, self.nblk, self.BASE, self.NST, self.ROW, self.DP, T["LP"], T["LK"],
+                                 T["LD"], T["LQ"], T["PAR"], self.A, b, LU, X, K=self.K, CH=self.CH, SENT=self.sent,
+                                 PIPE=self.pipe, IC=self.ic, num_warps=1)
+        return LU, X
+
+
+class DiagRunner(_Runner):
+    """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
+
+    def __init__(self, A, like, R=32, pps=16):
+        self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
+        self.R = R
+        self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
+        self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
+        self._setup(A, S, like, pps)
+
+    def __call__(self, b):
+        LU, X = self._buffers(b)
+        T = self.tab
+        _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
+                                self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
+        return LU, X
+
+
+def main():
+    sys.path.insert(0, "dev/sparse_fusion")
+    from ab_commit import check_and_time
+    from tiers import fusion_schedules as fs
+    from tiers.bench import sparse_fusion as bench
+    from tiers.t3_triton_fused import sparse_fusion as sf
+    out, cases = sys.argv[1], sys.argv[2].split(",")
+    shapes = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in s.split(","))
+              for s in (sys.argv[3] if len(sys.argv) > 3 else "R=32,PPS=16").split(";")]
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
+           "triton": triton.__version__, "numpy": np.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    for case in cases:
+        name, size, *rest = case.split(":")
+        dtype = rest[0] if rest else "float64"
+        pair = rest[1] if len(rest) > 1 else PAIR
+        A = bench.make_matrix(name, int(size))
+        mats = bench.operands(pair, A)
+        g = torch.Generator().manual_seed(3)
+        v64 = torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5
+        v = v64.to(dev, getattr(torch, dtype))
+        v2 = (torch.rand(A.shape[0], generator=g, dtype=torch.float64) + 0.5).to(dev, getattr(torch, dtype))
+        t0 = time.perf_counter()
+        runs = {}
+        for sh in shapes:
+            if "K" in sh:
+                runs[f"chain_K{sh['K']}_S{sh.get('S', 0)}_P{sh['PPS']}_pipe{sh.get('PIPE', 1)}"] = ChainRunner(
+                    A, v, K=sh["K"], steps=sh.get("S", 0) or 1 << 20, pps=sh["PPS"], pipe=sh.get("PIPE", 1),
+                    pair=pair)
+            elif pair == PAIR:
+                runs[f"diag_R{sh['R']}_P{sh['PPS']}"] = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"])
+        plan_s = time.perf_counter() - t0
+        runs["t3"] = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
+                                executor="dataflow")
+        row = check_and_time(f"{case}:{pair}", runs, list(runs), bench.reference(pair, mats, v64.numpy()), v, v2,
+                             dtype)
+        row["probe_plan_s"] = round(plan_s, 2)
+        if dev.type == "cuda":
+            from triton.testing import do_bench
+            try:
+                call = bench.cupy_call("cusparse", pair, mats, v)
+                row["ms"]["cusparse"] = do_bench(call, warmup=25, rep=250, return_mode="median")
+                row["ratio_vs_cusparse"] = {k: row["ms"]["cusparse"] / ms for k, ms in row["ms"].items()}
+            except Exception as e:       # noqa: BLE001 - the probe records why the anchor did not run
+                row["cusparse_error"] = repr(e)
+        print(json.dumps(row), flush=True)
+        res["rows"].append(row)
+        json.dump(res, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
