@@ -12,8 +12,9 @@ is being computed: the shape of a vector pair's row (IC(0): l_ik = a_ik / l_kk, 
 Σ_k l_ik²), x_i = (b_i − Σ_k l_ik·x_k) / l_ii). Two kernels run exactly that, u_ii (l_ii) and x_i
 each its own ready flag (sentinel until stored, as t3's dataflow executor does):
 
-  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…): one lane per row, rows in blocks of R
-    of one wavefront level, blocks handed out by ticket to PPS persistent programs per SM;
+  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1]): one lane per row, rows in blocks
+    of R of one wavefront level, blocks handed out by ticket to PPS persistent programs per SM, or
+    with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …, reading ahead);
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -25,7 +26,7 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
 
     python dev/sparse_fusion/diag_probe.py OUT.json poisson3d:100[:float32[:spic0_sptrsv]],... "R=8,PPS=16;K=32,S=0,PPS=16,PIPE=1"
 
-Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*.
+Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*.
 """
 import json
 import sys
@@ -81,7 +82,7 @@ def plan(A, R):
     pos = dags._positions(S.indptr, S.indices, (n, n), k, rows)
     c = p - S.indptr[rows]
     tabs = {}
-    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos)):
+    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos), ("PAR", 0)):
         t = np.full((nblk * R, CH), -1, np.int32)
         t[slot[rows], c] = val
         tabs[name] = t
@@ -89,8 +90,25 @@ def plan(A, R):
 
 
 @triton.jit
+def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr):
+    """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
+    sentinel (they are their own flags), then l_ik, u_ii and x_i computed and stored."""
+    ok = i >= 0
+    m = p >= 0
+    u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
+    xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
+    l_ik = _div(a_ik, tl.where(m, u, 1.0))
+    uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
+    xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
+    tl.store(LU + p, l_ik, mask=m)
+    tl.store(X + i, xi, mask=ok)
+    tl.store(LU + dp, uii, mask=ok)
+
+
+@triton.jit
 def _diag_ilu(TICKET, N_BLK, ROW, DP, LP, LK, LD, LQ, A, B, LU, X, R: tl.constexpr, CH: tl.constexpr,
               SENT: tl.constexpr):
+    """The lean rows by ticket: block t's tables, then its values, then its wait."""
     t = tl.atomic_add(TICKET, 1, sem="relaxed")
     while t < N_BLK:
         s = t * R + tl.arange(0, R)
@@ -103,16 +121,8 @@ def _diag_ilu(TICKET, N_BLK, ROW, DP, LP, LK, LD, LQ, A, B, LU, X, R: tl.constex
         dk = tl.load(LD + e, mask=m, other=0)
         q = tl.load(LQ + e, mask=m, other=0)
         dp = tl.load(DP + s, mask=ok, other=0)
-        # the pivots and x_k are their own flags: polled until none holds the sentinel (no parent)
-        a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i, p, k, dk, q, p * 0, dp)
-        u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
-        xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
-        l_ik = _div(a_ik, tl.where(m, u, 1.0))
-        uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
-        xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
-        tl.store(LU + p, l_ik, mask=m)
-        tl.store(X + i, xi, mask=ok)
-        tl.store(LU + dp, uii, mask=ok)
+        a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i, p, k, dk, q, p * 0, dp)     # no parent
+        _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT)
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
 
 
@@ -271,6 +281,28 @@ def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, 
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
 
 
+@triton.jit
+def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, R: tl.constexpr, CH: tl.constexpr,
+                 SENT: tl.constexpr):
+    """The lean rows, program p of P running blocks p, p + P, … (all P resident): block t + 2P's
+    tables and block t + P's values and first polls are read while block t waits and works."""
+    P = tl.num_programs(0)
+    t = tl.program_id(0)
+    i0, p0, k0, dk0, q0, par0, dp0 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, t * R, 0, (t < N_BLK).to(tl.int32), R, CH)
+    a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i0, p0, k0, dk0, q0, par0, dp0)
+    i1, p1, k1, dk1, q1, par1, dp1 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + P) * R, 0,
+                                          (t + P < N_BLK).to(tl.int32), R, CH)
+    for _ in range(0, tl.cdiv(N_BLK - t, P)):
+        i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
+                                              (t + 2 * P < N_BLK).to(tl.int32), R, CH)
+        a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
+        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT)
+        i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
+        i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
+        a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
+        t += P
+
+
 class _Runner:
     """What both runners share: A's values, the diagonal's positions and the ticket on the device,
     the grid (PPS persistent programs per SM, or one per block), and each call's fresh buffers."""
@@ -323,16 +355,29 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16):
+    def __init__(self, A, like, R=32, pps=16, stride=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
-        self.R = R
+        self.R, self.stride = R, bool(stride)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
         self._setup(A, S, like, pps)
+        if self.stride and like.is_cuda:       # every program resident: at most what the registers allow
+            T = self.tab
+            k = _lean_stride.warmup(self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
+                                    self.A, like, self.A, like, R=R, CH=self.CH, SENT=self.sent, num_warps=1,
+                                    grid=(1,))
+            k._init_handles()              # n_regs is read from the loaded module
+            per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
+            self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
+            self.regs = k.n_regs
 
     def __call__(self, b):
         LU, X = self._buffers(b)
         T = self.tab
+        if self.stride:
+            _lean_stride[(self.grid,)](self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
+                                       self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
+            return LU, X
         _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
                                 self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
         return LU, X
@@ -369,7 +414,8 @@ def main():
                     A, v, K=sh["K"], steps=sh.get("S", 0) or 1 << 20, pps=sh["PPS"], pipe=sh.get("PIPE", 1),
                     pair=pair)
             elif pair == PAIR:
-                runs[f"diag_R{sh['R']}_P{sh['PPS']}"] = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"])
+                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}"] = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"],
+                                                                                  stride=sh.get("ST", 0))
         plan_s = time.perf_counter() - t0
         runs["t3"] = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
                                 executor="dataflow")
