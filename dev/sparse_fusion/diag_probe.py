@@ -27,6 +27,13 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
     python dev/sparse_fusion/diag_probe.py OUT.json poisson3d:100[:float32[:spic0_sptrsv]],... "R=8,PPS=16;K=32,S=0,PPS=16,PIPE=1"
 
 Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*.
+
+    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16
+
+stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
+is stored) and splits a level into late starts, hops and work (stamp_report). Written on
+2026-12-03 after the device time was spent: compiled for sm_90 on the CPU (68 registers against
+64 unstamped) and its analysis checked on synthetic stamps, not yet run on a GPU.
 """
 import json
 import sys
@@ -90,19 +97,40 @@ def plan(A, R):
 
 
 @triton.jit
-def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr):
+def _clock(dep):
+    """%globaltimer (ns), read once `dep` (an int32) exists."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [dep], dtype=tl.int64, is_pure=False,
+                                     pack=1)
+
+
+@triton.jit
+def _dep(x):
+    """An int32 that exists only once every element of x does."""
+    return (tl.sum(tl.ravel(x).to(tl.float32)) == 1.2345e-7).to(tl.int32)
+
+
+@triton.jit
+def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr, STAMPS, t,
+              STAMP: tl.constexpr):
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
-    sentinel (they are their own flags), then l_ik, u_ii and x_i computed and stored."""
+    sentinel (they are their own flags), then l_ik, u_ii and x_i computed and stored. STAMP:
+    STAMPS[3t..3t+2] = the clock as the wait starts, once the values are in, once stored."""
     ok = i >= 0
     m = p >= 0
+    if STAMP:
+        tl.store(STAMPS + 3 * t, _clock(t))
     u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
     xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
+    if STAMP:
+        tl.store(STAMPS + 3 * t + 1, _clock(_dep(u) + _dep(xk)))
     l_ik = _div(a_ik, tl.where(m, u, 1.0))
     uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
     xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
     tl.store(LU + p, l_ik, mask=m)
     tl.store(X + i, xi, mask=ok)
     tl.store(LU + dp, uii, mask=ok)
+    if STAMP:
+        tl.store(STAMPS + 3 * t + 2, _clock(_dep(uii) + _dep(xi)))
 
 
 @triton.jit
@@ -122,7 +150,7 @@ def _diag_ilu(TICKET, N_BLK, ROW, DP, LP, LK, LD, LQ, A, B, LU, X, R: tl.constex
         q = tl.load(LQ + e, mask=m, other=0)
         dp = tl.load(DP + s, mask=ok, other=0)
         a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i, p, k, dk, q, p * 0, dp)     # no parent
-        _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT)
+        _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT, LU, t, False)
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
 
 
@@ -282,8 +310,8 @@ def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, 
 
 
 @triton.jit
-def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, R: tl.constexpr, CH: tl.constexpr,
-                 SENT: tl.constexpr):
+def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl.constexpr, CH: tl.constexpr,
+                 SENT: tl.constexpr, STAMP: tl.constexpr):
     """The lean rows, program p of P running blocks p, p + P, … (all P resident): block t + 2P's
     tables and block t + P's values and first polls are read while block t waits and works."""
     P = tl.num_programs(0)
@@ -296,7 +324,7 @@ def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, R: tl.constex
         i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
                                               (t + 2 * P < N_BLK).to(tl.int32), R, CH)
         a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
-        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT)
+        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP)
         i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
         i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
         a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
@@ -355,17 +383,18 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16, stride=0):
+    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
-        self.R, self.stride = R, bool(stride)
+        self.R, self.stride, self.stamp = R, bool(stride), stamp
+        self.stamps = torch.zeros(3 * self.nblk, dtype=torch.int64, device=like.device)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
         self._setup(A, S, like, pps)
         if self.stride and like.is_cuda:       # every program resident: at most what the registers allow
             T = self.tab
             k = _lean_stride.warmup(self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
-                                    self.A, like, self.A, like, R=R, CH=self.CH, SENT=self.sent, num_warps=1,
-                                    grid=(1,))
+                                    self.A, like, self.A, like, self.ticket, R=R, CH=self.CH, SENT=self.sent,
+                                    STAMP=stamp, num_warps=1, grid=(1,))
             k._init_handles()              # n_regs is read from the loaded module
             per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
             self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
@@ -376,11 +405,55 @@ class DiagRunner(_Runner):
         T = self.tab
         if self.stride:
             _lean_stride[(self.grid,)](self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
-                                       self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
+                                       self.A, b, LU, X, self.stamps, R=self.R, CH=self.CH, SENT=self.sent,
+                                       STAMP=self.stamp, num_warps=1)
             return LU, X
         _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
                                 self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
         return LU, X
+
+
+def stamp_report(run, b):
+    """One stamped call of a strided DiagRunner (stamp=True), each block related to its latest
+    stored predecessor block: `late`, how long after that store the block's wait began (> 0: its
+    program was still busy); `hop`, from the later of the two until its values were in; `work`,
+    from then until stored. Medians over all blocks and along the critical path (from the last
+    store back through latest predecessors), in µs."""
+    run(b)
+    torch.cuda.synchronize()
+    st = run.stamps.view(-1, 3).cpu().numpy()
+    R, nblk = run.R, run.nblk
+    ROW = run.ROW.cpu().numpy()
+    LP, LK = run.tab["LP"].cpu().numpy(), run.tab["LK"].cpu().numpy()
+    blk_of = np.zeros(int(ROW.max()) + 1, np.int64)
+    live = np.flatnonzero(ROW >= 0)
+    blk_of[ROW[live]] = live // R
+    slot, c = np.nonzero(LP >= 0)
+    mine, pred = slot // R, blk_of[LK[slot, c]]
+    order = np.lexsort((st[pred, 2], mine))
+    mine, pred = mine[order], pred[order]
+    last = np.r_[mine[1:] != mine[:-1], True]
+    latest = np.full(nblk, -1, np.int64)
+    latest[mine[last]] = pred[last]
+    has = latest >= 0
+    pdone = np.where(has, st[np.maximum(latest, 0), 2], 0)
+    late = np.where(has, st[:, 0] - pdone, 0) / 1e3
+    hop = np.where(has, st[:, 1] - np.maximum(st[:, 0], pdone), 0) / 1e3
+    work = (st[:, 2] - st[:, 1]) / 1e3
+    path, blk = [], int(np.argmax(st[:, 2]))
+    while has[blk]:
+        path.append(blk)
+        blk = int(latest[blk])
+    path = np.array(path)
+    med = lambda x: round(float(np.median(x)), 3)
+    return {"span_us": round((st[:, 2].max() - st[:, 0].min()) / 1e3, 1), "blocks": int(nblk), "grid": run.grid,
+            "all": {"late_us": med(late[has]), "late_frac": round(float((late[has] > 0).mean()), 3),
+                    "hop_us": med(hop[has]), "work_us": med(work)},
+            "path": {"levels": len(path), "late_us": med(np.maximum(late[path], 0)),
+                     "hop_us": med(hop[path]), "work_us": med(work[path]),
+                     "late_frac": round(float((late[path] > 0).mean()), 3),
+                     "per_level_us": round(float((st[path[0], 2] - st[path[-1], 2]) / 1e3 / max(len(path) - 1, 1)),
+                                           3)}}
 
 
 def main():
@@ -389,6 +462,8 @@ def main():
     from tiers import fusion_schedules as fs
     from tiers.bench import sparse_fusion as bench
     from tiers.t3_triton_fused import sparse_fusion as sf
+    if sys.argv[1] == "--stamps":          # --stamps OUT.json CASES R,PPS: stamped strided lean rows
+        return stamps_main(*sys.argv[2:])
     out, cases = sys.argv[1], sys.argv[2].split(",")
     shapes = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in s.split(","))
               for s in (sys.argv[3] if len(sys.argv) > 3 else "R=32,PPS=16").split(";")]
@@ -432,6 +507,24 @@ def main():
                 row["cusparse_error"] = repr(e)
         print(json.dumps(row), flush=True)
         res["rows"].append(row)
+        json.dump(res, open(out, "w"), indent=1)
+
+
+def stamps_main(out, cases, shape):
+    from tiers.bench import sparse_fusion as bench
+    sh = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in shape.split(","))
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "shape": sh, "rows": []}
+    for case in cases.split(","):
+        name, size, *rest = case.split(":")
+        A = bench.make_matrix(name, int(size))
+        v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to("cuda", getattr(torch, rest[0] if rest else
+                                                                                   "float64"))
+        run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True)
+        rows = [stamp_report(run, v) for _ in range(3)]
+        for r in rows:
+            print(json.dumps({"case": case, **r}), flush=True)
+        res["rows"].append({"case": case, "calls": rows})
         json.dump(res, open(out, "w"), indent=1)
 
 
