@@ -36,6 +36,7 @@ is stored) and splits a level into late starts, hops and work (stamp_report). Wr
 64 unstamped) and its analysis checked on synthetic stamps, not yet run on a GPU.
 """
 import json
+import os
 import sys
 import time
 
@@ -57,12 +58,23 @@ def diag_only(S) -> bool:
     return bool(np.all(S.upd_target == S.diag[rows[lower]]))
 
 
+def _runs(keys, R):
+    """(block, lane) of items already sorted by key: a new block at each change of key and every R
+    items."""
+    m = len(keys)
+    start = np.r_[True, keys[1:] != keys[:-1]]
+    run = np.maximum.accumulate(np.where(start, np.arange(m), 0))
+    start |= (np.arange(m) - run) % R == 0
+    blk = np.cumsum(start) - 1
+    return blk, np.arange(m) - np.flatnonzero(start)[blk]
+
+
 def plan(A, R):
     """Slot tables: rows by wavefront level of ILU(0)'s DAG, blocks of R slots in one level
     (padding −1); per slot its row, diagonal position, and per lower entry (CH of them, −1 padding)
     its position, column k, k's diagonal position and the position of (k, i)."""
-    S = dags.ilu0_symbolic(A)
-    if not diag_only(S):
+    S, ok = _structure(A, PAIR)
+    if not ok:
         raise ValueError("ILU(0) of this pattern rewrites entries off the diagonal")
     n = S.n
     lc = S.lower_count
@@ -71,13 +83,7 @@ def plan(A, R):
     k = S.indices[p].astype(np.int64)
     level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
     order = np.lexsort((np.arange(n), level))
-    lv = level[order]
-    # a new block at each level change and every R rows
-    start = np.r_[True, lv[1:] != lv[:-1]]
-    run = np.maximum.accumulate(np.where(start, np.arange(n), 0))
-    start |= (np.arange(n) - run) % R == 0
-    blk = np.cumsum(start) - 1
-    lane = np.arange(n) - np.flatnonzero(start)[blk]
+    blk, lane = _runs(level[order], R)
     nblk = int(blk[-1]) + 1
     slot = np.empty(n, np.int64)
     slot[order] = blk * R + lane
@@ -166,13 +172,16 @@ def _structure(A, pair):
 
 
 def chain_plan(A, K, steps, pair=PAIR):
-    """Chains of the pair's rows and bundles of K of them. Row i links to its parent, the largest k
-    of its row one level up, when it is that parent's smallest such child (a grid's rows chain
-    along x); chains are cut every `steps` links. Key: the level of a chain's first row; a chain
-    waits only on chains of smaller keys (checked), so bundles of K chains of one key, ticketed in
-    key order, cannot deadlock. Slot of (bundle b, step s, lane j): base[b] + s·K + j."""
-    from tiers.kernels.sparse_fusion_executors.chains import _walk
-    S, ok = _structure(A, pair)
+    """Chains of the pair's factor rows, as t3's chain executor makes them (chains._chain_heads on a
+    wavefront schedule's joint DAG: a row links to its predecessor one level up with the largest
+    index, when it is that row's first such successor, so a grid's rows chain along x; cut every
+    `steps` links, and wherever a chain would wait on one of no smaller key), and bundles of K of
+    them of one key, ticketed in key order. Slot of (bundle b, step s, lane j): base[b] + s·K + j.
+    A: the pair's matrix (IC(0) reads its lower triangle)."""
+    from tiers import fusion_schedules as fs
+    from tiers.kernels.sparse_fusion_executors.chains import _chain_heads
+    from tiers.sparse_matrices import tril_csr
+    S, ok = _structure(A if pair == PAIR else tril_csr(A), pair)
     if not ok:
         raise ValueError("the factor of this pattern rewrites entries off the diagonal")
     n = S.n
@@ -180,31 +189,11 @@ def chain_plan(A, K, steps, pair=PAIR):
     CH = max(1, triton.next_power_of_2(int(lc.max())))
     rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
     k = S.indices[p].astype(np.int64)
-    level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
-    up = level[k] == level[rows] - 1
-    parent = np.full(n, -1, np.int64)
-    np.maximum.at(parent, rows[up], k[up])
-    has = np.flatnonzero(parent >= 0)
-    first = np.full(n, n, np.int64)
-    np.minimum.at(first, parent[has], has)
-    head = np.ones(n, bool)
-    head[has] = first[parent[has]] != has
-    top, pos = _walk(head, parent)
-    head |= pos % steps == 0
-    top, pos = _walk(head, parent)
-    key = level[top]
-    cross = top[k] != top[rows]
-    if np.any(key[k[cross]] >= key[rows[cross]]):
-        raise ValueError("a chain waits on a chain of no smaller key")
+    head, top, pos, key = (x[:n] for x in _chain_heads(fs.inspect(pair, A, kind="wavefront"), (A,), steps))
     heads = np.flatnonzero(head)
     heads = heads[np.lexsort((heads, key[heads]))]
     length = np.bincount(top, minlength=n)[heads]
-    kh = key[heads]
-    start = np.r_[True, kh[1:] != kh[:-1]]
-    run = np.maximum.accumulate(np.where(start, np.arange(len(heads)), 0))
-    start |= (np.arange(len(heads)) - run) % K == 0
-    blk = np.cumsum(start) - 1
-    lane = np.arange(len(heads)) - np.flatnonzero(start)[blk]
+    blk, lane = _runs(key[heads], K)
     nblk = int(blk[-1]) + 1
     nsteps = np.zeros(nblk, np.int64)
     np.maximum.at(nsteps, blk, length)
@@ -361,10 +350,10 @@ class ChainRunner(_Runner):
 
     def __init__(self, A, like, K=32, steps=1 << 20, pps=16, pipe=1, pair=PAIR):
         self.pipe, self.ic = bool(pipe), pair != PAIR
+        self.nblk, self.CH, BASE, NST, ROW, DP, tabs, S = chain_plan(A, K, steps, pair)
         if self.ic:
             from tiers.sparse_matrices import tril_csr
-            A = tril_csr(A)
-        self.nblk, self.CH, BASE, NST, ROW, DP, tabs, S = chain_plan(A, K, steps, pair)
+            A = tril_csr(A)                 # its values are IC(0)'s
         self.K = K
         put = lambda a: torch.from_numpy(a).to(like.device)
         self.tab = {name: put(t) for name, t in tabs.items()}
@@ -457,7 +446,7 @@ def stamp_report(run, b):
 
 
 def main():
-    sys.path.insert(0, "dev/sparse_fusion")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))      # ab_commit.py beside it
     from ab_commit import check_and_time
     from tiers import fusion_schedules as fs
     from tiers.bench import sparse_fusion as bench
