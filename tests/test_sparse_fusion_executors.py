@@ -1510,10 +1510,12 @@ def test_register_cap_rule(name, pair, grid):
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 def test_factor_calls_keep_their_outputs(pair):
-    """A prepared factor pair called with two vectors (three calls on CUDA) returns each call's own
+    """A prepared factor pair called with two vectors (four calls on CUDA) returns each call's own
     results: on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA
-    graph (replays_graph) whose buffers every call rewrites, so what it returns must be copies. In
-    the interpreter every call runs eagerly, and a third call would add nothing."""
+    graph (replays_graph) whose buffers every call rewrites, so what it returns must be copies,
+    and which reads each call's input at the address the call stores (a strided vector's
+    contiguous copy in the fourth). In the interpreter every call runs eagerly, and more calls
+    would add nothing."""
     mats = operands(pair, matrix("poisson3d_27", 27, 2))
     rng = np.random.default_rng(_seed("graph", pair))
     bs = [rng.standard_normal(mats[0].shape[0]) for _ in range(2)]
@@ -1527,6 +1529,10 @@ def test_factor_calls_keep_their_outputs(pair):
     if DEVICE == "cuda":
         third = run(_vector(bs[0], "float64"))
         _check(third, refs[0], pair, mats, "float64", "third call")
+        strided = torch.stack([_vector(bs[1], "float64"), _vector(bs[0], "float64")], dim=1)[:, 0]
+        fourth = run(strided)               # the replay reads the input at the address each call stores
+        _check(fourth, refs[1], pair, mats, "float64", "fourth call, a strided vector")
+        _check(third, refs[0], pair, mats, "float64", "third call, after the fourth")
     _check(first, refs[0], pair, mats, "float64", "first call, after the others")
     _check(second, refs[1], pair, mats, "float64", "second call, after the others")
 
@@ -1566,7 +1572,7 @@ def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
     assert int(flag[0]) == expected, (kind, picks)
     marks = torch.full((n,), rows.PIVOT, dtype=torch.uint8, device=DEVICE)      # factor_out's test of them
     dt = pivots.dtype
-    out, flag = rows.factor_out(tables, pivots.clone(), marks)
+    out, flag, _ = rows.factor_out(tables, pivots.clone(), marks)
     assert int(flag[0]) == expected, (kind, picks, "factor_out")
     assert torch.equal(out.view(rows.SENTINEL_BITS[dt]), pivots.view(rows.SENTINEL_BITS[dt]))
 
@@ -1575,9 +1581,10 @@ def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_factor_out_copies_and_resets(pair, dtype):
     """rows.factor_out, which follows each replay of t3's graph: the copy it returns is the factor
-    bit for bit; VAL afterwards holds the sentinel exactly where a step rewrites it and A's values
-    elsewhere — the template every replay starts from; its flag names the lowest row whose pivot
-    stops the factorisation (here none; with one, the row of the lowest)."""
+    bit for bit, and the vector result's copy (same launch) is the vector's; VAL afterwards holds
+    the sentinel exactly where a step rewrites it and A's values elsewhere — the template every
+    replay starts from; its flag names the lowest row whose pivot stops the factorisation (here
+    none; with one, the row of the lowest)."""
     mats = operands(pair, matrix("poisson3d", 6, 3))
     b = np.random.default_rng(_seed("factor_out", pair, dtype)).standard_normal(mats[0].shape[0])
     run = t3.prepare(pair, *mats, like=_vector(b, dtype), executor="dataflow")
@@ -1586,8 +1593,11 @@ def test_factor_out_copies_and_resets(pair, dtype):
     bits, sent = rows.SENTINEL_BITS[factor.dtype], rows.SENTINEL[factor.dtype]
     marks = rows.entry_marks(t, factor.device)
     val = factor.clone()
-    out, flag = rows.factor_out(t, val, marks)
+    vec = torch.rand(t.vec_len, dtype=factor.dtype, device=factor.device) + 0.5
+    out, flag, outs = rows.factor_out(t, val, marks, vec)
     assert torch.equal(out.view(bits), factor.view(bits)) and int(flag[0]) == 0
+    assert len(outs) == 1 and torch.equal(outs[0], rows.vector_outs(t, vec)[0])
+    assert outs[0].data_ptr() != vec.data_ptr()
     at = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
     want = run.values.clone()
     want.view(bits)[at] = sent
@@ -1597,7 +1607,8 @@ def test_factor_out_copies_and_resets(pair, dtype):
     rows_hit = [5, 2 * len(t.pivot_at) // 3]
     for i in rows_hit:
         broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
-    out, flag = rows.factor_out(t, broken.clone(), marks)
+    out, flag, outs = rows.factor_out(t, broken.clone(), marks)
+    assert outs == ()
     with pytest.raises(ValueError, match=f"breaks down in row {min(rows_hit)}:"):
         rows.raise_flagged(t, out, flag)
 

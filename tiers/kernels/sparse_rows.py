@@ -1439,35 +1439,57 @@ def entry_marks(tables, device) -> torch.Tensor:
 
 
 @triton.jit
-def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, FACTOR: tl.constexpr, BLOCK: tl.constexpr,
-                REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr):
+def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, X_OUT, X_IN, N_X, FACTOR_PROGRAMS,
+                FACTOR: tl.constexpr, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr):
     """One pass over a finished factor VAL (NNZ entries; VAL_BITS the same memory as integers):
     OUT[e] = VAL[e]; VAL[e] = the sentinel wherever a step rewrites it (MARKS has REWRITE_BIT), so
     that VAL is ready for the next run; FLAG[0] (0 at launch) raised to NNZ − e for every pivot
-    (PIVOT_BIT) that stops the factorisation (_stops), as _flag_breakdown does."""
-    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = e < NNZ
-    v = tl.load(VAL + e, mask=m, other=1.0)
-    mark = tl.load(MARKS + e, mask=m, other=0)
-    tl.store(OUT + e, v, mask=m)
-    rewritten = m & ((mark & REWRITE_BIT) != 0)
-    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
-    stops = m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR)
-    tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=stops, sem="relaxed")
+    (PIVOT_BIT) that stops the factorisation (_stops), as _flag_breakdown does. The programs past
+    the first FACTOR_PROGRAMS copy the vector result: X_OUT[i] = X_IN[i] for i < N_X."""
+    pid = tl.program_id(0)
+    if pid < FACTOR_PROGRAMS:
+        e = pid * BLOCK + tl.arange(0, BLOCK)
+        m = e < NNZ
+        v = tl.load(VAL + e, mask=m, other=1.0)
+        mark = tl.load(MARKS + e, mask=m, other=0)
+        tl.store(OUT + e, v, mask=m)
+        rewritten = m & ((mark & REWRITE_BIT) != 0)
+        tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
+        stops = m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR)
+        tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=stops, sem="relaxed")
+    else:
+        i = (pid - FACTOR_PROGRAMS) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(X_OUT + i, tl.load(X_IN + i, mask=i < N_X), mask=i < N_X)
 
 
-def factor_out(tables, val, marks):
-    """(a copy of the factor VAL, breakdown flag) in one pass that also puts the sentinel (SENTINEL)
-    back wherever a step rewrites VAL (_factor_out; `marks`: entry_marks). It replaces
-    three passes after a replay of t3's graph: the copy returned, the pivot test
-    (breakdown_flag) and the reset of the rewritten entries before the next run."""
+FACTOR_OUT_SHAPE = (1024, 8)
+"""_factor_out's (BLOCK, num_warps). Timed alone on the H200 (2026-12-03, dev/sparse_fusion/
+call_parts.py, figures/data/call_parts_*; do_bench medians of 5 rotated rounds, µs) against the
+earlier (2048, 4): 3D ILU(0) 48.9 against 67.5, IC(0) 30.6 against 39.5, float32 ILU(0) 26.5
+against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) within 10 % of it, 4096 and 8192 slower."""
+
+
+def factor_out(tables, val, marks, vec=None, flag=None):
+    """(a copy of the factor VAL, breakdown flag, copies of the vector results) in one launch
+    (_factor_out; `marks`: entry_marks) that also puts the sentinel (SENTINEL) back wherever a
+    step rewrites VAL. It replaces four passes after a replay of t3's graph: the copy returned,
+    the pivot test (breakdown_flag), the reset of the rewritten entries before the next run and,
+    with VEC, the clone of its vector result (vector_outs; a factor pair has one). `flag`: an
+    int32 tensor [1] holding 0 (t3's graph zeroes its own), else a new one."""
+    outs = vector_outs(tables, vec) if vec is not None else ()
+    if len(outs) > 1:
+        raise ValueError(f"factor_out copies one vector result, this pair has {len(outs)}")
     out = buffers.empty(val.shape, dtype=val.dtype, device=val.device)
-    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
-    nnz, BLOCK = val.shape[0], 2048
-    _factor_out[(triton.cdiv(nnz, BLOCK),)](out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz,
-                                           SENTINEL[val.dtype], FACTOR=tables.factor, BLOCK=BLOCK,
-                                           REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, num_warps=4)
-    return out, flag
+    x = tuple(buffers.empty(y.shape, dtype=y.dtype, device=y.device) for y in outs)
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device) if flag is None else flag
+    (BLOCK, warps), nnz = FACTOR_OUT_SHAPE, val.shape[0]
+    nx = outs[0].shape[0] if outs else 0
+    programs = triton.cdiv(nnz, BLOCK)
+    _factor_out[(programs + triton.cdiv(nx, BLOCK),)](
+        out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz, SENTINEL[val.dtype],
+        x[0] if x else out, outs[0] if outs else val, nx, programs, FACTOR=tables.factor, BLOCK=BLOCK,
+        REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, num_warps=warps)
+    return out, flag, x
 
 
 def raise_flagged(tables, val, flag):

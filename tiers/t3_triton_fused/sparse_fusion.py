@@ -860,7 +860,16 @@ that kernel slower where its blocks hold their slots longest (27-point ILU(0) 2.
 45 µs, the pivot kernel 20 µs, copies 46 µs (the factor's 7M entries the largest). One pass after
 the replay now does all three (rows.factor_out): A/B in one process (ab_factor_out_*, 5 rotated
 rounds, the earlier code twice), ms: 3D ILU(0) 0.634 against 0.678 / 0.677, IC(0) 0.620 against
-0.645 / 0.641, float32 ILU(0) 0.547 against 0.575 / 0.573."""
+0.645 / 0.641, float32 ILU(0) 0.547 against 0.575 / 0.573. Parts left out of a call one at a time
+(2026-12-03, dev/sparse_fusion/call_parts.py, figures/data/call_parts_*): the input's copy into the
+graph's buffer cost 8–12 µs of a 3D call, x's clone after factor_out 10–15, factor_out's blocks of
+2048 with 4 warps 7–19 more than 1024 with 8 (FACTOR_OUT_SHAPE). Since, the replay reads the
+caller's vector at an address each call stores in pinned host memory, factor_out copies x in its
+own launch and the graph zeroes the breakdown flag; A/B in one process (ab_graph_address_*, 5
+rotated rounds, the earlier code twice), ms: 3D ILU(0) 0.611 against 0.622 / 0.620, IC(0) 0.620
+against 0.634 / 0.630, float32 0.525 / 0.542 against 0.535–0.536 / 0.557–0.562; 2D ILU(0) 1.993
+against 2.028 / 2.008; 27-point and power-law ILU(0) even (1.798 against 1.804 / 1.801, 1.306
+against 1.310 / 1.325)."""
 
 
 def replays_graph(run) -> bool:
@@ -873,39 +882,43 @@ def replays_graph(run) -> bool:
 
 class _Graph(NamedTuple):
     graph: object              # torch.cuda.CUDAGraph
-    vector: torch.Tensor       # the input it reads: each call copies its vector here
+    address: np.ndarray        # [1] int64 in pinned host memory: the input's address, read by the replay
     val: torch.Tensor          # the factor it writes, holding the sentinel wherever a step writes when it starts
     vec: torch.Tensor          # the vectors it writes
     marks: torch.Tensor        # rows.entry_marks: what rows.factor_out puts back in val and tests
+    flag: torch.Tensor         # [1] int32 the replay zeroes, for rows.factor_out's breakdown flag
 
 
 def _graphed(run, vector):
     """A factor pair's call by replaying its graph, captured by the second call: the first runs
     eagerly, which builds the sentinel template and compiles the kernels (neither can be
-    captured), and a pair function, which prepares for one call, captures nothing. The graph's
-    buffers are rewritten by the next call, so the results are copies: rows.factor_out copies the
-    factor, tests its pivots and puts the sentinel back where the steps write, in one pass queued
-    right after the replay (so every replay starts from the template, whatever the host does
-    next), and the vector results are copied too, before the breakdown flag is read, so that the
+    captured), and a pair function, which prepares for one call, captures nothing. The replay
+    reads the caller's vector where `address` says, a store on the host instead of a copy into a
+    buffer of the graph's (the call's vector lives until its flag is read, after the graph is
+    done). The graph's buffers are rewritten by the next call, so the results are copies:
+    rows.factor_out copies the factor and x, tests the pivots and puts the sentinel back where
+    the steps write, in one launch queued right after the replay (so every replay starts from
+    the template, whatever the host does next), before the breakdown flag is read, so that the
     host's work for them overlaps the graph's."""
     if run.graph is None:
         run.graph = _capture(run, vector)
     g, t = run.graph, run.tables
-    g.vector.copy_(vector)
+    vector = vector.contiguous()
+    g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag = rows.factor_out(t, g.val, g.marks)
-    outs = tuple(y.clone() for y in rows.vector_outs(t, g.vec))
+    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag)
     return rows.results(t, run.dev, val, outs, flag=flag)
 
 
 def _capture(run, vector):
-    """_Graph of one call's launches (none run here), reading a copy of `vector`. Its factor
-    buffer starts as the sentinel template and keeps, from call to call, A's values wherever no
-    step writes (every call leaves them as they were); after each replay rows.factor_out puts the
-    sentinel back where the steps write (RowTables.rewritten: 4M of the 3D grid's 7M entries) as
-    it copies the factor out."""
-    static = vector.clone()
+    """_Graph of one call's launches (none run here), reading the vector at the address that each
+    call stores in pinned host memory. Its factor buffer starts as the sentinel template and
+    keeps, from call to call, A's values wherever no step writes (every call leaves them as they
+    were); after each replay rows.factor_out puts the sentinel back where the steps write
+    (RowTables.rewritten: 4M of the 3D grid's 7M entries) as it copies the factor out."""
+    address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
     val = run.data_template.clone()
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device)),
                                 lambda: rows.entry_marks(run.tables, val.device))
     torch.cuda.synchronize(vector.device)
@@ -914,9 +927,10 @@ def _capture(run, vector):
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
     with torch.cuda.graph(graph), buffers.poisoned(False):
         own = run.values.clone() if _works_in_own(run) else run.values
-        vec = _slots_from(static, run.tables.vec_len)
+        vec = _slots_from(vector, run.tables.vec_len, address=address)
+        flag.zero_()
         _run_syncfree(run, val, vec, own)
-    return _Graph(graph, static, val, vec, marks)
+    return _Graph(graph, address.numpy(), val, vec, marks, flag)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call

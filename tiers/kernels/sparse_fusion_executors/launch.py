@@ -119,13 +119,15 @@ def _fresh_ticket(device, claim):
 
 @triton.jit
 def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexpr, R: tl.constexpr,
-                         SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+                         SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr, INDIRECT: tl.constexpr):
     """OUT[i] = IN[i] below N_IN and the sentinel past it, for FIRST ≤ i < TOTAL (both as bit
     patterns); with SOME only in the output slots of the blocks of R whose AWAITED flag is set
     (slot N_IN + t·R + j is block t's). PDL: the dataflow kernel after it may be launched at once
-    (it waits for this one's stores)."""
+    (it waits for this one's stores). INDIRECT: IN holds the input's address, not the input."""
     if PDL:
         gdc_launch_dependents()
+    if INDIRECT:
+        IN = tl.load(IN).to(tl.pointer_type(OUT.dtype.element_ty))
     i = FIRST + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     keep = i < TOTAL
     if SOME:
@@ -134,12 +136,14 @@ def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexp
     tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=keep)
 
 
-def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1):
+def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=None):
     """The dataflow executor's VEC for one call: the input (with copy; else its n entries are left
     unwritten, the kernel reading the caller's vector instead: reads_input_apart), then the
     sentinel in every output slot, or with `awaited` (per block of R slots) only in those of the
     blocks some row reads — written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on
-    the 3D grid: figures/data/prof_early_*)."""
+    the 3D grid: figures/data/prof_early_*). With `address` (an int64 tensor the GPU can read,
+    t3's graphs: pinned host memory) the kernel reads the input at the address it holds when it
+    runs, and `vector` gives only its length, dtype and device."""
     bits = SENTINEL_BITS[vector.dtype]
     slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
     n = vector.shape[0]                                    # a slot read but never reset then fails it
@@ -147,10 +151,10 @@ def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1):
     BLOCK = 2048
     if total > first:
         _input_then_sentinel[(triton.cdiv(total - first, BLOCK),)](
-            slots.view(bits), vector.contiguous().view(bits), n, first, total,
+            slots.view(bits), vector.contiguous().view(bits) if address is None else address, n, first, total,
             slots if awaited is None else awaited,             # without SOME the kernel reads no AWAITED
             SENT=SENTINEL[vector.dtype], R=R, SOME=awaited is not None,
-            BLOCK=BLOCK, PDL=pdl, num_warps=4)
+            BLOCK=BLOCK, PDL=pdl, INDIRECT=address is not None, num_warps=4)
     return slots
 
 
