@@ -12,9 +12,10 @@ is being computed: the shape of a vector pair's row (IC(0): l_ik = a_ik / l_kk, 
 Σ_k l_ik²), x_i = (b_i − Σ_k l_ik·x_k) / l_ii). Two kernels run exactly that, u_ii (l_ii) and x_i
 each its own ready flag (sentinel until stored, as t3's dataflow executor does):
 
-  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1]): one lane per row, rows in blocks
-    of R of one wavefront level, blocks handed out by ticket to PPS persistent programs per SM, or
-    with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …, reading ahead);
+  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1[,J=1]]): one lane per row, rows in
+    blocks of R of one wavefront level, blocks handed out by ticket to PPS persistent programs per
+    SM, or with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …, reading ahead);
+    J=1 polls the pivots and x in one loop (_await_both), else the pivots first;
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -26,13 +27,15 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
 
     python dev/sparse_fusion/diag_probe.py OUT.json poisson3d:100[:float32[:spic0_sptrsv]],... "R=8,PPS=16;K=32,S=0,PPS=16,PIPE=1"
 
-Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*.
+Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*,
+lean_joint_probe_*.
 
-    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16
+    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1]
 
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
 is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
-against 64 unstamped on sm_90. Data of 2026-12-03 (H200): figures/data/lean_stride_stamps_*.
+against 64 unstamped on sm_90. Data of 2026-12-03 (H200): figures/data/lean_stride_stamps_*,
+lean_joint_stamps_*.
 """
 import json
 import os
@@ -45,7 +48,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
-from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, vec_await_entries
+from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, _waiting, vec_await_entries
 
 PAIR = "spilu0_sptrsv"
 
@@ -115,17 +118,35 @@ def _dep(x):
 
 
 @triton.jit
+def _await_both(u, up, pu, xk, xp, px, m, SENT: tl.constexpr):
+    """u and xk, each read again where it still holds the sentinel, both in one loop: a round trip
+    brings a predecessor's pivot and its x together, where two loops take one after the other."""
+    wu = _waiting(u, pu, m, 0, SENT)
+    wx = _waiting(xk, px, m, 0, SENT)
+    while tl.max((wu | wx).to(tl.int32)) != 0:
+        u = tl.where(wu, tl.load(up, mask=wu, other=0.0, volatile=True), u)
+        xk = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), xk)
+        wu = _waiting(u, pu, wu, 0, SENT)
+        wx = _waiting(xk, px, wx, 0, SENT)
+    return u, xk
+
+
+@triton.jit
 def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr, STAMPS, t,
-              STAMP: tl.constexpr):
+              STAMP: tl.constexpr, JOINT: tl.constexpr = False):
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
-    sentinel (they are their own flags), then l_ik, u_ii and x_i computed and stored. STAMP:
-    STAMPS[3t..3t+2] = the clock as the wait starts, once the values are in, once stored."""
+    sentinel (they are their own flags; JOINT: in one loop, else the pivots' first), then l_ik,
+    u_ii and x_i computed and stored. STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once
+    the values are in, once stored."""
     ok = i >= 0
     m = p >= 0
     if STAMP:
         tl.store(STAMPS + 3 * t, _clock(t))
-    u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
-    xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
+    if JOINT:
+        u, xk = _await_both(u, LU + dk, dk, xk, X + k, k, m, SENT)
+    else:
+        u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
+        xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
     if STAMP:
         tl.store(STAMPS + 3 * t + 1, _clock(_dep(u) + _dep(xk)))
     l_ik = _div(a_ik, tl.where(m, u, 1.0))
@@ -299,7 +320,7 @@ def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, 
 
 @triton.jit
 def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl.constexpr, CH: tl.constexpr,
-                 SENT: tl.constexpr, STAMP: tl.constexpr):
+                 SENT: tl.constexpr, STAMP: tl.constexpr, JOINT: tl.constexpr = False):
     """The lean rows, program p of P running blocks p, p + P, … (all P resident): block t + 2P's
     tables and block t + P's values and first polls are read while block t waits and works."""
     P = tl.num_programs(0)
@@ -312,7 +333,7 @@ def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl
         i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
                                               (t + 2 * P < N_BLK).to(tl.int32), R, CH)
         a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
-        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP)
+        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT)
         i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
         i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
         a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
@@ -371,9 +392,9 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False):
+    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
-        self.R, self.stride, self.stamp = R, bool(stride), stamp
+        self.R, self.stride, self.stamp, self.joint = R, bool(stride), stamp, bool(joint)
         self.stamps = torch.zeros(3 * self.nblk, dtype=torch.int64, device=like.device)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
@@ -382,7 +403,7 @@ class DiagRunner(_Runner):
             T = self.tab
             k = _lean_stride.warmup(self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
                                     self.A, like, self.A, like, self.ticket, R=R, CH=self.CH, SENT=self.sent,
-                                    STAMP=stamp, num_warps=1, grid=(1,))
+                                    STAMP=stamp, JOINT=self.joint, num_warps=1, grid=(1,))
             k._init_handles()              # n_regs is read from the loaded module
             per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
             self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
@@ -394,7 +415,7 @@ class DiagRunner(_Runner):
         if self.stride:
             _lean_stride[(self.grid,)](self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
                                        self.A, b, LU, X, self.stamps, R=self.R, CH=self.CH, SENT=self.sent,
-                                       STAMP=self.stamp, num_warps=1)
+                                       STAMP=self.stamp, JOINT=self.joint, num_warps=1)
             return LU, X
         _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
                                 self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
@@ -477,8 +498,8 @@ def main():
                     A, v, K=sh["K"], steps=sh.get("S", 0) or 1 << 20, pps=sh["PPS"], pipe=sh.get("PIPE", 1),
                     pair=pair)
             elif pair == PAIR:
-                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}"] = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"],
-                                                                                  stride=sh.get("ST", 0))
+                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}_j{sh.get('J', 0)}"] = DiagRunner(
+                    A, v, R=sh["R"], pps=sh["PPS"], stride=sh.get("ST", 0), joint=sh.get("J", 0))
         plan_s = time.perf_counter() - t0
         runs["t3"] = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
                                 executor="dataflow")
@@ -508,7 +529,7 @@ def stamps_main(out, cases, shape):
         A = bench.make_matrix(name, int(size))
         v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to("cuda", getattr(torch, rest[0] if rest else
                                                                                    "float64"))
-        run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True)
+        run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True, joint=sh.get("J", 0))
         rows = [stamp_report(run, v) for _ in range(3)]
         for r in rows:
             print(json.dumps({"case": case, **r}), flush=True)
