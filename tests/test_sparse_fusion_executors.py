@@ -1508,6 +1508,24 @@ def test_register_cap_rule(name, pair, grid):
         assert t3._cap(run.tables, W, run.data) == ({} if interpreting() or not want else {"maxnreg": want})
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_slots_read_the_input_at_its_address(dtype):
+    """_slots_from with `address` (t3's graphs): the kernel reads the input at the address the
+    tensor holds when it runs — one launch after another, the address changed between them —
+    and puts the sentinel in every output slot. On CUDA the address lives in pinned host memory,
+    as in the graphs; in the interpreter in a CPU tensor."""
+    n, total = 3000, 5000
+    address = torch.zeros(1, dtype=torch.int64, pin_memory=DEVICE == "cuda")
+    bits, sent = rows.SENTINEL_BITS[getattr(torch, dtype)], rows.SENTINEL[getattr(torch, dtype)]
+    g = torch.Generator().manual_seed(_seed("address", dtype))
+    vs = [(torch.rand(n, generator=g, dtype=torch.float64) + 0.5).to(DEVICE, getattr(torch, dtype)) for _ in range(2)]
+    for v in vs + vs[:1]:
+        address[0] = v.data_ptr()
+        slots = t3_launch._slots_from(vs[1], total, address=address)
+        assert torch.equal(slots[:n], v)
+        assert bool((slots.view(bits)[n:] == sent).all())
+
+
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 def test_factor_calls_keep_their_outputs(pair):
     """A prepared factor pair called with two vectors (four calls on CUDA) returns each call's own

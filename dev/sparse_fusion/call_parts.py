@@ -5,14 +5,15 @@ A developer's probe, not package code (needs a CUDA GPU). t3's factor pairs repl
 of that read is on the call's path. For each case this times, with do_bench medians in rotated
 rounds in one process, the prepared call and copies of `_graphed` with one part left out (the
 check of the vector, the sparse tensor, the flag's read), the replay and `factor_out` alone (no
-sync: the GPU's own time), and `_factor_out` alone at other block sizes. A left-out part's cost is its variant's time below the call's. Every variant
-that returns results is checked against the prepared call's first.
+sync: the GPU's own time), and `_factor_out` alone at other block sizes. A left-out part's cost
+is its variant's time below the call's. Every variant that returns results is checked against
+the prepared call's first.
 
     python dev/sparse_fusion/call_parts.py OUT.json poisson3d:100:spilu0_sptrsv[:float32],...
 
-Data of 2026-12-03 (H200, commit d0fdd96, whose calls also copied the input into the graph's
-buffer and cloned x after factor_out: variants no_copy and no_clone then):
-figures/data/call_parts_*.
+Data of 2026-12-03 (H200): figures/data/call_parts_* at commit d0fdd96, whose calls also copied
+the input into the graph's buffer and cloned x after factor_out (variants no_copy and no_clone
+then); call_parts_after_* at 5183594, with this script.
 """
 import json
 import sys
@@ -66,11 +67,10 @@ def factor_out_shapes(run, factor):
                 programs = triton.cdiv(val.shape[0], BLOCK)
                 rows._factor_out[(programs,)](
                     out, val, val.view(rows.SENTINEL_BITS[val.dtype]), g.marks, flag, val.shape[0],
-                    rows.SENTINEL[val.dtype], out, val, 0, programs, FACTOR=t.factor, BLOCK=BLOCK, REWRITE_BIT=rows.REWRITTEN,
-                    PIVOT_BIT=0, num_warps=warps)
+                    rows.SENTINEL[val.dtype], out, val, 0, programs, FACTOR=t.factor, BLOCK=BLOCK,
+                    REWRITE_BIT=rows.REWRITTEN, PIVOT_BIT=0, num_warps=warps)
             res[f"B{BLOCK}_w{warps}"] = f
-    copy = lambda: out.copy_(val)
-    res["plain_copy"] = copy
+    res["plain_copy"] = lambda: out.copy_(val)
     return res, val.numel() * val.element_size()
 
 

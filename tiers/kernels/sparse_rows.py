@@ -1466,7 +1466,7 @@ FACTOR_OUT_SHAPE = (1024, 8)
 """_factor_out's (BLOCK, num_warps). Timed alone on the H200 (2026-12-03, dev/sparse_fusion/
 call_parts.py, figures/data/call_parts_*; do_bench medians of 5 rotated rounds, µs) against the
 earlier (2048, 4): 3D ILU(0) 48.9 against 67.5, IC(0) 30.6 against 39.5, float32 ILU(0) 26.5
-against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) within 10 % of it, 4096 and 8192 slower."""
+against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) 0–15 % slower than (1024, 8), 4096 and 8192 slower."""
 
 
 def factor_out(tables, val, marks, vec=None, flag=None):
