@@ -15,7 +15,9 @@ each its own ready flag (sentinel until stored, as t3's dataflow executor does):
   * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1[,J=1]]): one lane per row, rows in
     blocks of R of one wavefront level, blocks handed out by ticket to PPS persistent programs per
     SM, or with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …, reading ahead);
-    J=1 polls the pivots and x in one loop (_await_both), else the pivots first;
+    J=1 polls the pivots and x in one loop (_await_both), else the pivots first; KNOWN=1 (with
+    --stamps) starts from the factor of a first call, so that only x is waited for (written
+    2026-12-03 after the device time was spent: checked on the CPU, not yet run on a GPU);
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -30,7 +32,7 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
 Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*,
 lean_joint_probe_*.
 
-    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1]
+    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1][,KNOWN=1]
 
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
 is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
@@ -356,9 +358,12 @@ class _Runner:
             self.grid = self.nblk
 
     def _buffers(self, b):
-        """(LU: A's values, the sentinel on the diagonal; X: all sentinel), the ticket at zero."""
-        LU = self.A.clone()
-        LU.view(self.bits)[self.diag] = self.sent
+        """(LU: A's values, the sentinel on the diagonal — or, where the pivots are known, the
+        factor of an earlier call; X: all sentinel), the ticket at zero."""
+        known = getattr(self, "known", None)
+        LU = self.A.clone() if known is None else known.clone()
+        if known is None:
+            LU.view(self.bits)[self.diag] = self.sent
         X = torch.empty_like(b)
         X.view(self.bits).fill_(self.sent)
         self.ticket.zero_()
@@ -392,7 +397,7 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0):
+    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
         self.R, self.stride, self.stamp, self.joint = R, bool(stride), stamp, bool(joint)
         self.stamps = torch.zeros(3 * self.nblk, dtype=torch.int64, device=like.device)
@@ -408,6 +413,8 @@ class DiagRunner(_Runner):
             per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
             self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
             self.regs = k.n_regs
+        if known:       # the pivots of a first call: only x is waited for (a triangular solve's chain)
+            self.known = self(like)[0]
 
     def __call__(self, b):
         LU, X = self._buffers(b)
@@ -529,7 +536,8 @@ def stamps_main(out, cases, shape):
         A = bench.make_matrix(name, int(size))
         v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to("cuda", getattr(torch, rest[0] if rest else
                                                                                    "float64"))
-        run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True, joint=sh.get("J", 0))
+        run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True, joint=sh.get("J", 0),
+                         known=sh.get("KNOWN", 0))
         rows = [stamp_report(run, v) for _ in range(3)]
         for r in rows:
             print(json.dumps({"case": case, **r}), flush=True)
