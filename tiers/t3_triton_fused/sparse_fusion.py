@@ -841,9 +841,9 @@ the host's work before the next call's kernel cannot overlap the GPU's: per call
 clone and fill, two Triton launches and the pivot test's eight small kernels. On the H200
 (2026-12-01, torch.profiler, figures/data/prof_call_*) the 3D grid's ILU(0) call took 1.06 ms
 around a 0.68 ms kernel: 0.23 ms from the pivots' read to the next kernel's start, 0.06 ms of
-pivot test after it. Replayed, a call is one copy of the input, the graph, one read and the
-outputs' clones, which the host queues while the graph runs. Measured on the H200 (2026-12-01, A/B
-in one process, three runners on one plan — the graph, eager, eager again — 5 rotated rounds,
+pivot test after it. Replayed, a call is the graph, one pass over its results (rows.factor_out,
+below) and one read, which the host queues while the graph runs. Measured on the H200 (2026-12-01,
+A/B in one process, three runners on one plan — the graph, eager, eager again — 5 rotated rounds,
 every output checked first, figures/data/graph_ab_*), ms: 3D ILU(0) 0.917 against 0.934 / 0.936,
 IC(0) 0.920 against 1.090 / 1.097; 27-point ILU(0) 2.69 against 2.87 / 2.87; 2D IC(0) 2.56
 against 2.87 / 2.83; power-law ILU(0) 1.30 against 1.33 / 1.31. Profiled then (prof_call_graph_*), a
