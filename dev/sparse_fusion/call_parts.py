@@ -13,13 +13,13 @@ the prepared call's first.
 
 Data of 2026-12-03 (H200): figures/data/call_parts_* at commit d0fdd96, whose calls also copied
 the input into the graph's buffer and cloned x after factor_out (variants no_copy and no_clone
-then); call_parts_after_* at 5183594, with this script.
+then) and `_factor_out` launched directly, not through rows.factor_out (which also allocates its
+output and zeroes a flag); call_parts_after_* at 5183594, likewise.
 """
 import json
 import sys
 
 import torch
-import triton
 from triton.testing import do_bench
 
 from tiers import fusion_schedules as fs
@@ -53,23 +53,25 @@ def variants(run, v):
 
 
 def factor_out_shapes(run, factor):
-    """_factor_out alone on a copy of a finished factor, BLOCK × num_warps; without the pivot test
-    (PIVOT_BIT 0), since the copy's pivots hold the sentinel after the first launch (a real call
-    finds none to flag, so it makes no atomics either)."""
+    """rows.factor_out alone on a copy of a finished factor, at each (BLOCK, num_warps) as
+    rows.FACTOR_OUT_SHAPE; with marks that name no pivot, since the copy's pivots hold the
+    sentinel after the first launch (a real call finds none to flag, so it makes no atomics
+    either)."""
     g, t = run.graph, run.tables
     val = factor.values().clone()
+    marks = g.marks & (0xFF ^ rows.PIVOT)
+
+    def at_shape(shape):
+        def f():
+            kept, rows.FACTOR_OUT_SHAPE = rows.FACTOR_OUT_SHAPE, shape
+            try:
+                rows.factor_out(t, val, marks)
+            finally:
+                rows.FACTOR_OUT_SHAPE = kept
+        return f
+
+    res = {f"B{B}_w{w}": at_shape((B, w)) for B in (1024, 2048, 4096, 8192) for w in (4, 8)}
     out = torch.empty_like(val)
-    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
-    res = {}
-    for BLOCK in (1024, 2048, 4096, 8192):
-        for warps in (4, 8):
-            def f(BLOCK=BLOCK, warps=warps):
-                programs = triton.cdiv(val.shape[0], BLOCK)
-                rows._factor_out[(programs,)](
-                    out, val, val.view(rows.SENTINEL_BITS[val.dtype]), g.marks, flag, val.shape[0],
-                    rows.SENTINEL[val.dtype], out, val, 0, programs, FACTOR=t.factor, BLOCK=BLOCK,
-                    REWRITE_BIT=rows.REWRITTEN, PIVOT_BIT=0, num_warps=warps)
-            res[f"B{BLOCK}_w{warps}"] = f
     res["plain_copy"] = lambda: out.copy_(val)
     return res, val.numel() * val.element_size()
 
