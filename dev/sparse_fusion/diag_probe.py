@@ -53,6 +53,7 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, vec_await_at, vec_await_entries
+from stamps import critical_path, latest_producers          # beside this file
 
 PAIR = "spilu0_sptrsv"
 
@@ -434,21 +435,12 @@ def stamp_report(run, b):
     blk_of[ROW[live]] = live // R
     slot, c = np.nonzero(LP >= 0)
     mine, pred = slot // R, blk_of[LK[slot, c]]
-    order = np.lexsort((st[pred, 2], mine))
-    mine, pred = mine[order], pred[order]
-    last = np.r_[mine[1:] != mine[:-1], True]
-    latest = np.full(nblk, -1, np.int64)
-    latest[mine[last]] = pred[last]
+    pdone, latest = latest_producers(nblk, mine, pred, st[pred, 2])
     has = latest >= 0
-    pdone = np.where(has, st[np.maximum(latest, 0), 2], 0)
     late = np.where(has, st[:, 0] - pdone, 0) / 1e3
     hop = np.where(has, st[:, 1] - np.maximum(st[:, 0], pdone), 0) / 1e3
     work = (st[:, 2] - st[:, 1]) / 1e3
-    path, blk = [], int(np.argmax(st[:, 2]))
-    while has[blk]:
-        path.append(blk)
-        blk = int(latest[blk])
-    path = np.array(path)
+    path = critical_path(latest, int(np.argmax(st[:, 2])))[1:]      # the first block waits for none
     med = lambda x: round(float(np.median(x)), 3)
     return {"span_us": round((st[:, 2].max() - st[:, 0].min()) / 1e3, 1), "blocks": int(nblk), "grid": run.grid,
             "all": {"late_us": med(late[has]), "late_frac": round(float((late[has] > 0).mean()), 3),
@@ -456,7 +448,7 @@ def stamp_report(run, b):
             "path": {"levels": len(path), "late_us": med(np.maximum(late[path], 0)),
                      "hop_us": med(hop[path]), "work_us": med(work[path]),
                      "late_frac": round(float((late[path] > 0).mean()), 3),
-                     "per_level_us": round(float((st[path[0], 2] - st[path[-1], 2]) / 1e3 / max(len(path) - 1, 1)),
+                     "per_level_us": round(float((st[path[-1], 2] - st[path[0], 2]) / 1e3 / max(len(path) - 1, 1)),
                                            3)}}
 
 
