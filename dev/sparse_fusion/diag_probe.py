@@ -76,6 +76,25 @@ def _runs(keys, R):
     return blk, np.arange(m) - np.flatnonzero(start)[blk]
 
 
+def _lower(S):
+    """(CH, rows, p, k, c) of S's entries left of the diagonal: the slot tables' width (a power of
+    2), each entry's row, position and column, and its index within its row."""
+    CH = max(1, triton.next_power_of_2(int((S.diag - S.indptr[:-1]).max())))
+    rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
+    return CH, rows, p, S.indices[p].astype(np.int64), p - S.indptr[rows]
+
+
+def _slot_tables(S, slot, nslot, CH, rows, p, k, c, pos_ki, par):
+    """Per slot and lower entry (−1 padding): its position LP, column LK, k's diagonal LD, the
+    position LQ of (k, i), and PAR (whether k is the chain's parent)."""
+    tabs = {}
+    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos_ki), ("PAR", par)):
+        t = np.full((nslot, CH), -1, np.int32)
+        t[slot[rows], c] = val
+        tabs[name] = t
+    return tabs
+
+
 def plan(A, R):
     """Slot tables: rows by wavefront level of ILU(0)'s DAG, blocks of R slots in one level
     (padding −1); per slot its row, diagonal position, and per lower entry (CH of them, −1 padding)
@@ -84,10 +103,7 @@ def plan(A, R):
     if not ok:
         raise ValueError("ILU(0) of this pattern rewrites entries off the diagonal")
     n = S.n
-    lc = S.lower_count
-    CH = max(1, triton.next_power_of_2(int(lc.max())))
-    rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
-    k = S.indices[p].astype(np.int64)
+    CH, rows, p, k, c = _lower(S)
     level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
     order = np.lexsort((np.arange(n), level))
     blk, lane = _runs(level[order], R)
@@ -100,13 +116,7 @@ def plan(A, R):
     DP[slot] = S.diag
     # (k, i)'s position: row k's entries searched once for column i
     pos = dags._positions(S.indptr, S.indices, (n, n), k, rows)
-    c = p - S.indptr[rows]
-    tabs = {}
-    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos), ("PAR", 0)):
-        t = np.full((nblk * R, CH), -1, np.int32)
-        t[slot[rows], c] = val
-        tabs[name] = t
-    return nblk, CH, ROW, DP, tabs, S
+    return nblk, CH, ROW, DP, _slot_tables(S, slot, nblk * R, CH, rows, p, k, c, pos, 0), S
 
 
 @triton.jit
@@ -196,10 +206,7 @@ def chain_plan(A, K, steps, pair=PAIR):
     if not ok:
         raise ValueError("the factor of this pattern rewrites entries off the diagonal")
     n = S.n
-    lc = S.diag - S.indptr[:-1]
-    CH = max(1, triton.next_power_of_2(int(lc.max())))
-    rows, p = dags.expand_ranges(S.indptr[:-1], S.diag)
-    k = S.indices[p].astype(np.int64)
+    CH, rows, p, k, c = _lower(S)
     head, top, pos, key = (x[:n] for x in _chain_heads(fs.inspect(pair, A, kind="wavefront"), (A,), steps))
     heads = np.flatnonzero(head)
     heads = heads[np.lexsort((heads, key[heads]))]
@@ -219,14 +226,9 @@ def chain_plan(A, K, steps, pair=PAIR):
     DP = np.zeros(nslot, np.int32)
     DP[slot] = S.diag
     pos_ki = dags._positions(S.indptr, S.indices, (n, n), k, rows) if pair == PAIR else p
-    c = p - S.indptr[rows]
     par = (top[k] == top[rows]) & (pos[k] == pos[rows] - 1)
-    tabs = {}
-    for name, val in (("LP", p), ("LK", k), ("LD", S.diag[k]), ("LQ", pos_ki), ("PAR", par)):
-        t = np.full((nslot, CH), -1, np.int32)
-        t[slot[rows], c] = val
-        tabs[name] = t
-    return nblk, CH, base[:-1].astype(np.int32), nsteps.astype(np.int32), ROW, DP, tabs, S
+    return (nblk, CH, base[:-1].astype(np.int32), nsteps.astype(np.int32), ROW, DP,
+            _slot_tables(S, slot, nslot, CH, rows, p, k, c, pos_ki, par), S)
 
 
 @triton.jit
