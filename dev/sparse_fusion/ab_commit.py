@@ -98,6 +98,15 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
     return row
 
 
+def save_row(res, row, out):
+    """Prints a case's row, adds it to `res` and writes `res` to `out` (after every case, so that a
+    run cut short keeps what it measured); frees the cached GPU memory of the case's runners."""
+    print(json.dumps(row), flush=True)
+    res["rows"].append(row)
+    json.dump(res, open(out, "w"), indent=1)
+    torch.cuda.empty_cache()
+
+
 def main():
     commits, out, cases = sys.argv[1].split(","), sys.argv[2], sys.argv[3].split(",")
     fs_old, sf_old = import_old(commits[0])
@@ -117,11 +126,8 @@ def main():
                                          executor="dataflow")
         row = check_and_time(case, runs, list(LABELS) + list(alts), bench.reference(pair, mats, v64.numpy()), v, v2,
                              dtype)
-        print(json.dumps(row), flush=True)
-        res["rows"].append(row)
-        json.dump(res, open(out, "w"), indent=1)
         del runs
-        torch.cuda.empty_cache()
+        save_row(res, row, out)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ executor="syncfree": one launch for everything. No level waits for the slowest r
 before: each block of iterations waits only for the blocks it reads from.
 
   * Tickets. On the host the iterations are listed once in an order where every dependence
-    comes earlier — by wavefront level of the joint DAG, ties in the schedule's order — and cut
+    comes earlier — by wavefront level of the joint DAG, ties in id order (PLAN_TIES) — and cut
     into blocks of at most R that never cross a level, so a block never holds an iteration
     together with one it needs (its R lanes run at the same time). A program does not run block
     program_id: it takes the next *ticket* from an atomic counter and runs that block. Tickets
@@ -632,14 +632,29 @@ def executor_rule(device, schedule, tables=None) -> str:
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
 
+PLAN_TIES = "ids"
+"""How the flag executor's plan (which the factor pairs take on the dataflow executor too) orders
+the iterations of one ticket group before cutting it into blocks (ticket_blocks' `ties`): by id,
+so a block holds rows that lie together, as the dataflow executor's records do (ticket_order).
+The schedule still decides which rows are fused, and so the DAG the groups come from; where no
+row is fused every schedule gives the wavefront schedule's blocks. Measured on an H200
+(2026-12-03, float64 unless said, A/B in one process against the schedule's order at 079810b,
+5 rotated rounds, every output checked first, figures/data/ab_plan_ties_*; ms, ids / the
+schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, float32 0.562
+/ 0.637, 0.633, ILU(0) (its rows walk and run apart) 1.246 / 1.288, 1.303; 2D grid ILU(0) 1.918
+/ 2.033, 2.043, IC(0) 2.059 / 2.134, 2.117; 27-point ILU(0) 1.774 / 1.798, 1.806, IC(0) 1.805 /
+1.816, 1.809; 3D grid even in both dtypes (ILU(0) 0.615 / 0.618, 0.612). A first A/B
+(figures/data/ab_ties_powerlaw_*) put the wavefront schedule beside it: power-law IC(0) 0.874."""
+
+
 def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
     """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
-    two stages): ticket_blocks, with the rows the schedule fuses (fused_rows) merged when
-    fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks); and for a
-    factor pair each row's first late step (sparse_rows.late_steps, stages_steps)."""
+    two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
+    merged when fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks);
+    and for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps)."""
     fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
     fused = fuse is not None and bool((fuse >= 0).any())
-    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused)
+    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
     if may_stage(tables, W):

@@ -157,7 +157,9 @@ def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False, 
     0.247 ms on spmv_sptrsv / sptrsv_sptrsv against 0.171 / 0.244 with the schedule's order
     (figures/data/table_h200_*, the same day), and the factor pairs' fused rows (_syncfree_plan)
     even within the rounds' spread (3D ILU(0) in the A/B 0.844 → 0.839; 3D IC(0) at R = 8 in the
-    CLI 1.085 against 0.905, its rounds 0.90–1.11)."""
+    CLI 1.085 against 0.905, its rounds 0.90–1.11). Since 2026-12-03 the flag executor's plan
+    takes ids too (PLAN_TIES in tiers/t3_triton_fused/sparse_fusion.py): on an H200 it made the
+    power-law graph's IC(0) 10 % faster and its ILU(0) and the 2D grid's 3–6 %."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
     n = schedule.n1 + schedule.n2
