@@ -21,7 +21,9 @@ each its own ready flag (sentinel until stored, as t3's dataflow executor does):
     --stamps) starts from the factor of a first call, so that only x is waited for (the pivots'
     polls pass at once): on an H200 the path's hop was 0.86–0.90 µs against 1.25–1.28 with the
     pivots in the making on the 3D grid, 0.67–0.70 against 1.09–1.12 on the 2D grid, the rows'
-    work the same (lean_known_stamps_*, lean_stride_stamps_*);
+    work the same (lean_known_stamps_*, lean_stride_stamps_*); UF=1 stores u_ii first, then x_i
+    and l_ik (else l_ik, x_i, u_ii): on an H200 the hop stayed 1.25–1.31 µs on the 3D grid and
+    1.09 on the 2D grid (lean_ufirst_stamps_*), timed 0.589 ms against 0.601 (lean_ufirst_probe_*);
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -36,7 +38,7 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
 Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*,
 lean_joint_probe_*.
 
-    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1][,KNOWN=1]
+    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1][,KNOWN=1][,UF=1]
 
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
 is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
@@ -136,10 +138,10 @@ def _dep(x):
 
 @triton.jit
 def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr, STAMPS, t,
-              STAMP: tl.constexpr, JOINT: tl.constexpr = False):
+              STAMP: tl.constexpr, JOINT: tl.constexpr = False, UFIRST: tl.constexpr = False):
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
     sentinel (they are their own flags; JOINT: in one loop, else the pivots' first), then l_ik,
-    u_ii and x_i computed and stored. STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once
+    u_ii and x_i computed and stored (l_ik, x_i, u_ii; UFIRST: u_ii, x_i, l_ik). STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once
     the values are in, once stored."""
     ok = i >= 0
     m = p >= 0
@@ -155,9 +157,14 @@ def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.const
     l_ik = _div(a_ik, tl.where(m, u, 1.0))
     uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
     xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
-    tl.store(LU + p, l_ik, mask=m)
-    tl.store(X + i, xi, mask=ok)
-    tl.store(LU + dp, uii, mask=ok)
+    if UFIRST:
+        tl.store(LU + dp, uii, mask=ok)
+        tl.store(X + i, xi, mask=ok)
+        tl.store(LU + p, l_ik, mask=m)
+    else:
+        tl.store(LU + p, l_ik, mask=m)
+        tl.store(X + i, xi, mask=ok)
+        tl.store(LU + dp, uii, mask=ok)
     if STAMP:
         tl.store(STAMPS + 3 * t + 2, _clock(_dep(uii) + _dep(xi)))
 
@@ -315,7 +322,8 @@ def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, 
 
 @triton.jit
 def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl.constexpr, CH: tl.constexpr,
-                 SENT: tl.constexpr, STAMP: tl.constexpr, JOINT: tl.constexpr = False):
+                 SENT: tl.constexpr, STAMP: tl.constexpr, JOINT: tl.constexpr = False,
+                 UFIRST: tl.constexpr = False):
     """The lean rows, program p of P running blocks p, p + P, … (all P resident): block t + 2P's
     tables and block t + P's values and first polls are read while block t waits and works."""
     P = tl.num_programs(0)
@@ -328,7 +336,7 @@ def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl
         i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
                                               (t + 2 * P < N_BLK).to(tl.int32), R, CH)
         a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
-        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT)
+        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT, UFIRST)
         i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
         i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
         a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
@@ -390,9 +398,9 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0):
+    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0, ufirst=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
-        self.R, self.stride, self.stamp, self.joint = R, bool(stride), stamp, bool(joint)
+        self.R, self.stride, self.stamp, self.joint, self.ufirst = R, bool(stride), stamp, bool(joint), bool(ufirst)
         self.stamps = torch.zeros(3 * self.nblk, dtype=torch.int64, device=like.device)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
@@ -401,7 +409,7 @@ class DiagRunner(_Runner):
             T = self.tab
             k = _lean_stride.warmup(self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
                                     self.A, like, self.A, like, self.ticket, R=R, CH=self.CH, SENT=self.sent,
-                                    STAMP=stamp, JOINT=self.joint, num_warps=1, grid=(1,))
+                                    STAMP=stamp, JOINT=self.joint, UFIRST=self.ufirst, num_warps=1, grid=(1,))
             k._init_handles()              # n_regs is read from the loaded module
             per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
             self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
@@ -415,7 +423,7 @@ class DiagRunner(_Runner):
         if self.stride:
             _lean_stride[(self.grid,)](self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
                                        self.A, b, LU, X, self.stamps, R=self.R, CH=self.CH, SENT=self.sent,
-                                       STAMP=self.stamp, JOINT=self.joint, num_warps=1)
+                                       STAMP=self.stamp, JOINT=self.joint, UFIRST=self.ufirst, num_warps=1)
             return LU, X
         _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
                                 self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
@@ -489,8 +497,9 @@ def main():
                     A, v, K=sh["K"], steps=sh.get("S", 0) or 1 << 20, pps=sh["PPS"], pipe=sh.get("PIPE", 1),
                     pair=pair)
             elif pair == PAIR:
-                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}_j{sh.get('J', 0)}"] = DiagRunner(
-                    A, v, R=sh["R"], pps=sh["PPS"], stride=sh.get("ST", 0), joint=sh.get("J", 0))
+                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}_j{sh.get('J', 0)}_uf{sh.get('UF', 0)}"] = (
+                    DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=sh.get("ST", 0), joint=sh.get("J", 0),
+                               ufirst=sh.get("UF", 0)))
         plan_s = time.perf_counter() - t0
         runs["t3"] = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
                                 executor="dataflow")
@@ -521,7 +530,7 @@ def stamps_main(out, cases, shape):
         v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to("cuda", getattr(torch, rest[0] if rest else
                                                                                    "float64"))
         run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True, joint=sh.get("J", 0),
-                         known=sh.get("KNOWN", 0))
+                         known=sh.get("KNOWN", 0), ufirst=sh.get("UF", 0))
         rows = [stamp_report(run, v) for _ in range(3)]
         for r in rows:
             print(json.dumps({"case": case, **r}), flush=True)
