@@ -36,6 +36,7 @@ def prepare(pair, mats, v, kind, ties=None):
 
 
 def order_sig(run):
+    """A checksum of the first 100 000 entries of the runner's block order (None without a plan)."""
     try:
         b = run.plan[1]["blk_iter"].long().cpu()[:100000]
         return int((b * torch.arange(len(b))).sum())

@@ -141,8 +141,8 @@ def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.const
               STAMP: tl.constexpr, JOINT: tl.constexpr = False, UFIRST: tl.constexpr = False):
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
     sentinel (they are their own flags; JOINT: in one loop, else the pivots' first), then l_ik,
-    u_ii and x_i computed and stored (l_ik, x_i, u_ii; UFIRST: u_ii, x_i, l_ik). STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once
-    the values are in, once stored."""
+    u_ii and x_i computed and stored, in the order l_ik, x_i, u_ii (UFIRST: u_ii, x_i, l_ik).
+    STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once the values are in, once stored."""
     ok = i >= 0
     m = p >= 0
     if STAMP:

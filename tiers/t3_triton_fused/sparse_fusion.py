@@ -644,7 +644,8 @@ schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, 
 / 0.637, 0.633, ILU(0) (its rows walk and run apart) 1.246 / 1.288, 1.303; 2D grid ILU(0) 1.918
 / 2.033, 2.043, IC(0) 2.059 / 2.134, 2.117; 27-point ILU(0) 1.774 / 1.798, 1.806, IC(0) 1.805 /
 1.816, 1.809; 3D grid even in both dtypes (ILU(0) 0.615 / 0.618, 0.612). A first A/B
-(figures/data/ab_ties_powerlaw_*) put the wavefront schedule beside it: power-law IC(0) 0.874."""
+(figures/data/ab_ties_powerlaw_*) put the wavefront schedule beside it: power-law IC(0) 0.874.
+The vector pairs on the flag executor, which executor=None never picks, take it too, unmeasured."""
 
 
 def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
