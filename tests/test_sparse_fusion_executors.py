@@ -978,28 +978,26 @@ def test_dataflow_records_take_a_levels_rows_in_order(pair):
             assert torch.equal(t, plans["wavefront"][1][key]), (kind, key)
 
 
-@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
-def test_factor_plans_take_a_levels_rows_in_order(pair):
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(2, 120), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS), workers=st.integers(1, 6), R=st.sampled_from([1, 4, 8]))
+def test_factor_plans_take_a_levels_rows_in_order(gen, size, seed, pair, workers, R):
     """The flag executor's plan cuts each ticket group in id order (PLAN_TIES): with rows apart,
-    every schedule gives the wavefront schedule's very blocks; with fused rows the sparse-fusion
-    schedule's blocks differ only by the merged solve rows, and still take a level's rows in order."""
-    A = sm.poisson2d(12)
-    mats = [sd.csr(A)]
+    every schedule gives the wavefront schedule's very blocks; with the rows a schedule fuses
+    merged, the blocks still take each level's rows in order."""
+    mats = [sd.csr(M) for M in operands(pair, matrix(gen, size, seed))]
     tables = rows.row_tables(pair, *mats)
     cpu = torch.device("cpu")
-    plans = {kind: t3._syncfree_plan(fs.inspect(pair, *mats, kind=kind, workers=2), mats, tables, 4, "dag", False, cpu)
-             for kind in fs.KINDS}
+    schedules = {kind: fs.inspect(pair, *mats, kind=kind, workers=workers) for kind in fs.KINDS}
+    plans = {kind: t3._syncfree_plan(s, mats, tables, R, "dag", False, cpu) for kind, s in schedules.items()}
     for kind in fs.KINDS:
         assert plans[kind][0] == plans["wavefront"][0]
         for key, t in plans[kind][1].items():
             assert torch.equal(t, plans["wavefront"][1][key]), (kind, key)
-    s = fs.inspect(pair, *mats, kind="sparse_fusion", workers=2)
-    B, dev, fused, _ = t3._syncfree_plan(s, mats, tables, 4, "dag", True, cpu)
-    assert fused > 0
-    seq = dev["blk_iter"].long().numpy()
-    level = t3_tickets._ticket_graph(s, mats, True)[1]
-    same = np.diff(level[seq]) == 0
-    assert (np.diff(level[seq]) >= 0).all() and (np.diff(seq)[same] > 0).all()
+    for s in schedules.values():
+        seq = t3._syncfree_plan(s, mats, tables, R, "dag", True, cpu)[1]["blk_iter"].long().numpy()
+        level = t3_tickets._ticket_graph(s, mats, True)[1]
+        assert (np.diff(level[seq]) >= 0).all() and (np.diff(seq)[np.diff(level[seq]) == 0] > 0).all()
 
 
 # ---------------------------------------------------------------- launches
