@@ -43,7 +43,10 @@ lean_joint_probe_*.
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
 is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
 against 64 unstamped on sm_90. Data of 2026-12-03 (H200): figures/data/lean_stride_stamps_*,
-lean_joint_stamps_*.
+lean_joint_stamps_*, lean_known_stamps_*, lean_ufirst_stamps_*. Since the last of them a fourth
+stamp, once the pivots are in (before x's poll), splits the hop into the pivots' wait and x's
+after it (`pivots_us`, `x_after_us`): compiled for sm_90 (68 registers, 520 instructions) and
+checked on synthetic stamps, not yet run on a GPU.
 """
 import json
 import os
@@ -142,18 +145,25 @@ def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.const
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
     sentinel (they are their own flags; JOINT: in one loop, else the pivots' first), then l_ik,
     u_ii and x_i computed and stored, in the order l_ik, x_i, u_ii (UFIRST: u_ii, x_i, l_ik).
-    STAMP: STAMPS[3t..3t+2] = the clock as the wait starts, once the values are in, once stored."""
+    STAMP: STAMPS[4t..4t+3] = the clock as the wait starts, once the values are in, once stored,
+    and (not JOINT) once the pivots are in, between the two polls (a clock read and a sum across
+    the row more there, tens of ns)."""
     ok = i >= 0
     m = p >= 0
     if STAMP:
-        tl.store(STAMPS + 3 * t, _clock(t))
+        tl.store(STAMPS + 4 * t, _clock(t))
     if JOINT:                          # both polled in one loop, only what still holds the sentinel
         u, xk = vec_await_at(u, LU + dk, dk, m, xk, X + k, k, m, 0, SENT, 0, True)
     else:
         u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
+        if STAMP:
+            tl.store(STAMPS + 4 * t + 3, _clock(_dep(u)))
         xk = vec_await_entries(xk, X + k, k, m, 0, SENT, 0)
     if STAMP:
-        tl.store(STAMPS + 3 * t + 1, _clock(_dep(u) + _dep(xk)))
+        in_at = _clock(_dep(u) + _dep(xk))
+        tl.store(STAMPS + 4 * t + 1, in_at)
+        if JOINT:
+            tl.store(STAMPS + 4 * t + 3, in_at)
     l_ik = _div(a_ik, tl.where(m, u, 1.0))
     uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
     xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
@@ -166,7 +176,7 @@ def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.const
         tl.store(X + i, xi, mask=ok)
         tl.store(LU + dp, uii, mask=ok)
     if STAMP:
-        tl.store(STAMPS + 3 * t + 2, _clock(_dep(uii) + _dep(xi)))
+        tl.store(STAMPS + 4 * t + 2, _clock(_dep(uii) + _dep(xi)))
 
 
 @triton.jit
@@ -401,7 +411,7 @@ class DiagRunner(_Runner):
     def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0, ufirst=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
         self.R, self.stride, self.stamp, self.joint, self.ufirst = R, bool(stride), stamp, bool(joint), bool(ufirst)
-        self.stamps = torch.zeros(3 * self.nblk, dtype=torch.int64, device=like.device)
+        self.stamps = torch.zeros(4 * self.nblk, dtype=torch.int64, device=like.device)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
         self._setup(A, S, like, pps)
@@ -434,11 +444,13 @@ def stamp_report(run, b):
     """One stamped call of a strided DiagRunner (stamp=True), each block related to its latest
     stored predecessor block: `late`, how long after that store the block's wait began (> 0: its
     program was still busy); `hop`, from the later of the two until its values were in; `work`,
-    from then until stored. Medians over all blocks and along the critical path (from the last
-    store back through latest predecessors), in µs."""
+    from then until stored; the hop split at the pivots' arrival (`pivots`, from the later of the
+    two until the pivots were in; `x_after`, from then until x was in; 0 with J=1). Medians over
+    all blocks and along the critical path (from the last store back through latest
+    predecessors), in µs."""
     run(b)
     torch.cuda.synchronize()
-    st = run.stamps.view(-1, 3).cpu().numpy()
+    st = run.stamps.view(-1, 4).cpu().numpy()
     R, nblk = run.R, run.nblk
     ROW = run.ROW.cpu().numpy()
     LP, LK = run.tab["LP"].cpu().numpy(), run.tab["LK"].cpu().numpy()
@@ -452,13 +464,17 @@ def stamp_report(run, b):
     late = np.where(has, st[:, 0] - pdone, 0) / 1e3
     hop = np.where(has, st[:, 1] - np.maximum(st[:, 0], pdone), 0) / 1e3
     work = (st[:, 2] - st[:, 1]) / 1e3
+    piv = np.where(has, st[:, 3] - np.maximum(st[:, 0], pdone), 0) / 1e3
+    x_after = (st[:, 1] - st[:, 3]) / 1e3
     path = critical_path(latest, int(np.argmax(st[:, 2])))[1:]      # the first block waits for none
     med = lambda x: round(float(np.median(x)), 3)
     return {"span_us": round((st[:, 2].max() - st[:, 0].min()) / 1e3, 1), "blocks": int(nblk), "grid": run.grid,
             "all": {"late_us": med(late[has]), "late_frac": round(float((late[has] > 0).mean()), 3),
-                    "hop_us": med(hop[has]), "work_us": med(work)},
+                    "hop_us": med(hop[has]), "work_us": med(work), "pivots_us": med(piv[has]),
+                    "x_after_us": med(x_after[has])},
             "path": {"levels": len(path), "late_us": med(np.maximum(late[path], 0)),
-                     "hop_us": med(hop[path]), "work_us": med(work[path]),
+                     "hop_us": med(hop[path]), "work_us": med(work[path]), "pivots_us": med(piv[path]),
+                     "x_after_us": med(x_after[path]),
                      "late_frac": round(float((late[path] > 0).mean()), 3),
                      "per_level_us": round(float((st[path[-1], 2] - st[path[0], 2]) / 1e3 / max(len(path) - 1, 1)),
                                            3)}}
