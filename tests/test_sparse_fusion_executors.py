@@ -973,9 +973,14 @@ def test_dataflow_records_take_a_levels_rows_in_order(pair):
     for kind in fs.KINDS:
         for a, b in zip(blocks[kind], blocks["wavefront"]):
             np.testing.assert_array_equal(a, b)
-        assert plans[kind][0] == plans["wavefront"][0] and plans[kind][1].keys() == plans["wavefront"][1].keys()
-        for key, t in plans[kind][1].items():
-            assert torch.equal(t, plans["wavefront"][1][key]), (kind, key)
+        _assert_same_plan(plans[kind], plans["wavefront"], kind)
+
+
+def _assert_same_plan(plan, ref, why):
+    """Two plans (block count, block tables on the device, …) with the same blocks and tables."""
+    assert plan[0] == ref[0] and plan[1].keys() == ref[1].keys(), why
+    for key, t in plan[1].items():
+        assert torch.equal(t, ref[1][key]), (why, key)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -991,9 +996,7 @@ def test_factor_plans_take_a_levels_rows_in_order(gen, size, seed, pair, workers
     schedules = {kind: fs.inspect(pair, *mats, kind=kind, workers=workers) for kind in fs.KINDS}
     plans = {kind: t3._syncfree_plan(s, mats, tables, R, "dag", False, cpu) for kind, s in schedules.items()}
     for kind in fs.KINDS:
-        assert plans[kind][0] == plans["wavefront"][0]
-        for key, t in plans[kind][1].items():
-            assert torch.equal(t, plans["wavefront"][1][key]), (kind, key)
+        _assert_same_plan(plans[kind], plans["wavefront"], kind)
     for s in schedules.values():
         seq = t3._syncfree_plan(s, mats, tables, R, "dag", True, cpu)[1]["blk_iter"].long().numpy()
         level = t3_tickets._ticket_graph(s, mats, True)[1]

@@ -59,6 +59,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
+from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, vec_await_at, vec_await_entries
 from stamps import critical_path, latest_producers          # beside this file
 
@@ -70,17 +71,6 @@ def diag_only(S) -> bool:
     rows = np.repeat(np.arange(S.n), np.diff(S.indptr))
     lower = np.repeat(np.arange(len(S.indices)), np.diff(S.upd_ptr))
     return bool(np.all(S.upd_target == S.diag[rows[lower]]))
-
-
-def _runs(keys, R):
-    """(block, lane) of items already sorted by key: a new block at each change of key and every R
-    items."""
-    m = len(keys)
-    start = np.r_[True, keys[1:] != keys[:-1]]
-    run = np.maximum.accumulate(np.where(start, np.arange(m), 0))
-    start |= (np.arange(m) - run) % R == 0
-    blk = np.cumsum(start) - 1
-    return blk, np.arange(m) - np.flatnonzero(start)[blk]
 
 
 def _lower(S):
@@ -113,7 +103,7 @@ def plan(A, R):
     CH, rows, p, k, c = _lower(S)
     level = dags.wavefront_levels(dags.dag_from_edges(k, rows, n))
     order = np.lexsort((np.arange(n), level))
-    blk, lane = _runs(level[order], R)
+    blk, lane = cut_blocks(level[order], R)
     nblk = int(blk[-1]) + 1
     slot = np.empty(n, np.int64)
     slot[order] = blk * R + lane
@@ -230,7 +220,7 @@ def chain_plan(A, K, steps, pair=PAIR):
     heads = np.flatnonzero(head)
     heads = heads[np.lexsort((heads, key[heads]))]
     length = np.bincount(top, minlength=n)[heads]
-    blk, lane = _runs(key[heads], K)
+    blk, lane = cut_blocks(key[heads], K)
     nblk = int(blk[-1]) + 1
     nsteps = np.zeros(nblk, np.int64)
     np.maximum.at(nsteps, blk, length)

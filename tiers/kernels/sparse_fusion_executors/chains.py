@@ -10,7 +10,7 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import _launch_dataflow, _next_ticket
-from tiers.kernels.sparse_fusion_executors.tickets import _joint
+from tiers.kernels.sparse_fusion_executors.tickets import _joint, cut_blocks
 from tiers.kernels.sparse_rows import affine_fetch, affine_link, affine_step
 
 
@@ -103,14 +103,7 @@ def _block_heads(schedule, mats, head, top, key, R, by_level):
     chain = length[heads] > 1
     heads = heads[np.lexsort((at[heads], chain, key[heads]))]
     chain = length[heads] > 1
-    # a new block at every chain, at every change of key, and every R single iterations
-    k = key[heads]
-    start = chain | np.r_[True, k[1:] != k[:-1]]
-    start[1:] |= chain[:-1]
-    run = np.maximum.accumulate(np.where(start, np.arange(len(heads)), 0))
-    start |= ~chain & ((np.arange(len(heads)) - run) % R == 0)
-    block = np.cumsum(start) - 1
-    lane = np.arange(len(heads)) - np.flatnonzero(start)[block]
+    block, lane = cut_blocks(key[heads], R, alone=chain)    # a chain in a block of its own
     if not by_level:
         return heads, block, lane, length
     blocks = int(block[-1]) + 1 if len(heads) else 0

@@ -69,6 +69,22 @@ def _mid_levels(schedule, mats, merged=False):
 TICKETS = ("dag", "alap", "mid", "schedule")
 
 
+def cut_blocks(keys, R: int, alone=None):
+    """(block, lane) of items already sorted by key, cut into blocks: a new block at each change
+    of key, around each item of `alone` (a mask: a block of its own), and every R items within
+    a run — how ticket_blocks and the chain executor's bundles (chains._chain_heads) cut theirs."""
+    m = len(keys)
+    start = np.ones(m, dtype=bool)
+    start[1:] = keys[1:] != keys[:-1]
+    if alone is not None:
+        start |= alone
+        start[1:] |= alone[:-1]
+    run = np.maximum.accumulate(np.where(start, np.arange(m), 0))
+    start |= (np.arange(m) - run) % R == 0
+    block = np.cumsum(start) - 1
+    return block, np.arange(m) - np.flatnonzero(start)[block]
+
+
 def fused_rows(schedule, mats):
     """The rows the flag executor runs fused: for a factor pair, fuse[i] = n1 + i where the
     schedule puts solve row i in the partition of factor row i (one worker runs both, the
@@ -213,19 +229,11 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     n = schedule.n1 + schedule.n2
     seq, g = ticket_order(schedule, mats, tickets, fuse_rows, ties)
     dag = _ticket_graph(schedule, mats, fuse_rows)[0]
-    m = len(seq)
-    start = np.ones(m, dtype=bool)
-    start[1:] = g[1:] != g[:-1]
-    if alone is not None:
-        single = alone[seq]
-        start |= single
-        start[1:] |= single[:-1]
-    run_start = np.maximum.accumulate(np.where(start, np.arange(m), 0))
-    start |= (np.arange(m) - run_start) % R == 0            # a new block every R within a group
-    blk_ptr = np.append(np.flatnonzero(start), m).astype(np.int64)
+    block, lane = cut_blocks(g, R, None if alone is None else alone[seq])
+    blk_ptr = np.append(np.flatnonzero(lane == 0), len(seq)).astype(np.int64)
     B = len(blk_ptr) - 1
     block_of = np.empty(n, dtype=np.int64)
-    block_of[seq] = np.cumsum(start) - 1
+    block_of[seq] = block
     u, v = dag.sources()
     if (block_of[u] >= block_of[v]).any():      # what the sync-free argument rests on
         raise AssertionError(f"tickets={tickets!r}: a block would wait for itself or a later block")
