@@ -270,7 +270,7 @@ def test_flag_executor_claim_defaults_and_errors():
     mats, b = _problem(pair)
     like = _vector(b, "float64")
     assert t3.FLAG_PROGRAMS_PER_SM == 0
-    assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "nap_ns": 0, "tickets": "dag",
+    assert t3.tuning_defaults("syncfree", pair) == {"block_rows": None, "nap_ns": 0, "tickets": "alap",
                                                     "programs_per_sm": 0, "claim": "counter", "fuse_rows": True}
     run = t3.prepare(pair, *mats, like=like, executor="syncfree")
     assert (run.programs_per_sm, run.claim, run.nap_ns) == (0, "counter", 0)
@@ -917,12 +917,19 @@ def test_mid_tickets_pull_a_heavy_rows_inputs_early(monkeypatch):
 
 def test_default_ticket_order_by_executor():
     """tickets=None takes TICKET_ORDER of the executor: "mid" for dataflow, "dag" for the flag
-    executor (the only one the factor pairs can use, not measured with "mid")."""
+    executor; a factor pair, which runs on the flag executor's kernel whichever executor is
+    named, takes FACTOR_TICKETS ("alap")."""
     mats = operands("sptrsv_spmv", sm.poisson2d(6))
     x = torch.ones(mats[0].shape[0], dtype=torch.float64, device=DEVICE)
     assert t3.prepare("sptrsv_spmv", *mats, like=x, executor="dataflow").tickets == "mid"
     assert t3.prepare("sptrsv_spmv", *mats, like=x, executor="syncfree").tickets == "dag"
     assert t3.tuning_defaults("dataflow")["tickets"] == "mid"
+    A = sm.poisson2d(6)
+    for executor in ("dataflow", "syncfree"):
+        assert t3.prepare("spilu0_sptrsv", A, like=x, executor=executor).tickets == "alap"
+        assert t3.prepare("spic0_sptrsv", A, like=x, executor=executor, tickets="dag").tickets == "dag"
+    assert t3.tuning_defaults("dataflow", "spic0_sptrsv")["tickets"] == "alap"
+    assert t3.tuning_defaults("syncfree", "sptrsv_sptrsv")["tickets"] == "dag"
 
 
 def test_alap_tickets_put_spmv_rows_just_before_their_readers():

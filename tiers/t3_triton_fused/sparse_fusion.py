@@ -365,8 +365,20 @@ TUNABLE = {"syncfree": ("block_rows", "nap_ns", "tickets", "programs_per_sm", "c
 # the sparse-fusion schedule, 2D 1.51 / 1.50 / 2.90 vs 1.61 / 1.76 / 2.90 ms, 27-point 0.63 / 0.64 /
 # 1.39 vs 0.72 / 0.73 / 1.48, 3D 3–6 % faster or even, the power-law graph within 1.3 % either way
 # (geometric mean 0.95); with the wavefront schedule 0.98, its worst case the power-law
-# sptrsv_spmv (1.52 vs 1.33 ms). The flag executor's factor pairs were not measured with "mid".
+# sptrsv_spmv (1.52 vs 1.33 ms). The factor pairs take FACTOR_TICKETS instead.
 TICKET_ORDER = {"syncfree": "dag", "dataflow": "mid"}
+
+# the default ticket order of the factor pairs (on the flag executor's kernel, whichever executor
+# runs them): as late as possible. Measured on an H200 (2026-12-03, sparse-fusion schedule, in one
+# process, 5 rotated rounds of do_bench medians). Against "dag" twice and "mid", float64
+# (figures/data/factor_tickets_*): power-law IC(0) 0.630 ms against 0.712 / 0.712 (every round
+# faster), "mid" 0.722; the grids within the rounds' spread (3D ILU(0) 0.638 against 0.633 /
+# 0.635, IC(0) 0.606 against 0.608; 2D ILU(0) 1.919 against 1.922; 27-point ILU(0) 1.795 against
+# 1.787 / 1.791). Against the code before ("dag", twice; figures/data/ab_factor_alap_*): power-law
+# IC(0) 0.600 against 0.677 / 0.678, float32 0.480 against 0.560 / 0.560, ILU(0), whose rows run
+# apart, 1.102 against 1.185 / 1.190, float32 0.929 against 1.033 / 1.018; 2D IC(0), 3D IC(0) and
+# float32 ILU(0), 27-point IC(0) and float32 ILU(0) within 0.5 % either way.
+FACTOR_TICKETS = "alap"
 
 
 def kernel_of(executor, pair=None) -> str:
@@ -388,11 +400,13 @@ def tuning_defaults(executor, pair=None) -> dict:
     executor (dataflow_shape), fuse_rows of the dataflow executor on a factor pair (fuses_rows)."""
     data = kernel_of(executor, pair) != executor
     executor = kernel_of(executor, pair)
-    by_matrix = executor == "dataflow" or (executor == "syncfree" and pair in dags.FACTOR_PAIRS)
+    factor = executor == "syncfree" and pair in dags.FACTOR_PAIRS
+    by_matrix = executor == "dataflow" or factor
     programs = _default_programs(executor)
     every = {"block_rows": None if by_matrix else BLOCK_ROWS.get(executor, 1), "nap_ns": NAP_NS,
              "chain_steps": CHAIN_STEPS.get(executor),
-             "programs_per_sm": programs, "tickets": TICKET_ORDER.get(executor),
+             "programs_per_sm": programs,
+             "tickets": FACTOR_TICKETS if factor else TICKET_ORDER.get(executor),
              "tickets_ahead": None, "claim": default_claim(executor, programs),
              "fuse_rows": None if data else FUSE_ROWS}
     return {k: every[k] for k in TUNABLE.get(executor, ())}
@@ -1187,7 +1201,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
     typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
     or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
-    see ticket_blocks; None: TICKET_ORDER of the executor); block_rows, iterations per block (a
+    see ticket_blocks; None: TICKET_ORDER of the executor, FACTOR_TICKETS for a factor pair);
+    block_rows, iterations per block (a
     power of two up to 128; None: tuning_defaults of the executor and pair, or for a factor pair
     on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8 for the flag
     and level executors; 1 for the ONE_WARP executors); nap_ns, the sync-free executors' sleep between polls
@@ -1267,7 +1282,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
-        tickets = tuning_defaults(kernel).get("tickets") or "dag"
+        tickets = tuning_defaults(kernel, pair).get("tickets") or "dag"
     if fuse_rows is None:
         fuse_rows = fuses_rows(executor, pair, rows.device_tables(problem, like.device)[0])
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
