@@ -12,10 +12,10 @@ is being computed: the shape of a vector pair's row (IC(0): l_ik = a_ik / l_kk, 
 Σ_k l_ik²), x_i = (b_i − Σ_k l_ik·x_k) / l_ii). Two kernels run exactly that, u_ii (l_ii) and x_i
 each its own ready flag (sentinel until stored, as t3's dataflow executor does):
 
-  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1[,J=1]]): one lane per row, rows in
-    blocks of R of one wavefront level, blocks handed out by ticket to PPS persistent programs per
-    SM, or with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …, reading ahead);
-    J=1 polls the pivots and x in one loop (the package's vec_await_at; lean_joint_* was
+  * lean rows (DiagRunner, ILU(0) only; shapes R=…,PPS=…[,ST=1[,J=1|,PK=1]]): one lane per row,
+    rows in blocks of R of one wavefront level, blocks handed out by ticket to PPS persistent
+    programs per SM, or with ST=1 strided (_lean_stride: program p runs blocks p, p + P, …,
+    reading ahead); J=1 polls the pivots and x in one loop (the package's vec_await_at; lean_joint_* was
     measured with the probe's own copy of that loop, which tested one OR of the two masks: 496
     sm_90 instructions against 504 now, 64 registers both), else the pivots first; KNOWN=1 (with
     --stamps) starts from the factor of a first call, so that only x is waited for (the pivots'
@@ -24,6 +24,12 @@ each its own ready flag (sentinel until stored, as t3's dataflow executor does):
     work the same (lean_known_stamps_*, lean_stride_stamps_*); UF=1 stores u_ii first, then x_i
     and l_ik (else l_ik, x_i, u_ii): on an H200 the hop stayed 1.25–1.31 µs on the 3D grid and
     1.09 on the 2D grid (lean_ufirst_stamps_*), timed 0.589 ms against 0.601 (lean_ufirst_probe_*);
+    PK=1 (with ST=1 or --stamps, float64) has each row store u_ii and x_i side by side in a third
+    buffer, by one st.global.v2.f64 before its other stores, and poll its pivots and x_k there,
+    each pair by one 16-byte load (ld.volatile.global.v2.b64): whether x_i becomes visible a
+    round trip after u_ii because the two lie in different lines. Checked under the interpreter
+    (the lean rows' results) and compiled for sm_90 (64 registers, 488 instructions against
+    512); not yet run on a GPU;
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -38,15 +44,16 @@ and cuSPARSE, in one process, every output checked first (ab_commit.check_and_ti
 Data of 2026-12-03 (H200): figures/data/lean_row_probe_*, chain_probe_factor_*, lean_stride_probe_*,
 lean_joint_probe_*.
 
-    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1][,KNOWN=1][,UF=1]
+    python dev/sparse_fusion/diag_probe.py --stamps OUT.json poisson3d:100[:float32],... R=8,PPS=16[,J=1][,KNOWN=1][,UF=1][,PK=1]
 
 stamps the strided lean rows (%globaltimer as a block's wait starts, as its values are in, as it
 is stored) and splits a level into late starts, hops and work (stamp_report); 68 registers
 against 64 unstamped on sm_90. Data of 2026-12-03 (H200): figures/data/lean_stride_stamps_*,
-lean_joint_stamps_*, lean_known_stamps_*, lean_ufirst_stamps_*. Since the last of them a fourth
-stamp, once the pivots are in (before x's poll), splits the hop into the pivots' wait and x's
-after it (`pivots_us`, `x_after_us`): compiled for sm_90 (68 registers, 520 instructions) and
-checked on synthetic stamps, not yet run on a GPU.
+lean_joint_stamps_*, lean_known_stamps_*, lean_ufirst_stamps_*. A fourth stamp, once the pivots
+are in (before x's poll), splits the hop into the pivots' wait and x's after it (`pivots_us`,
+`x_after_us`; 68 registers, 520 instructions on sm_90). On an H200 (lean_split_stamps_*) the
+path's hop of 1.25–1.31 µs on the 3D grid was 0.74 µs until the pivots were in and 0.45 after
+them for x (2D grid: 1.12 = 0.61 + 0.51).
 """
 import json
 import os
@@ -60,7 +67,7 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
-from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _sqrt, vec_await_at, vec_await_entries
+from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, _div, _pending, _sqrt, vec_await_at, vec_await_entries
 from stamps import critical_path, latest_producers          # beside this file
 
 PAIR = "spilu0_sptrsv"
@@ -130,19 +137,34 @@ def _dep(x):
 
 
 @triton.jit
-def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr, STAMPS, t,
-              STAMP: tl.constexpr, JOINT: tl.constexpr = False, UFIRST: tl.constexpr = False):
+def _lean_row(LU, X, UX, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.constexpr, STAMPS, t,
+              STAMP: tl.constexpr, JOINT: tl.constexpr = False, UFIRST: tl.constexpr = False,
+              PACK: tl.constexpr = 0):
     """A lean ILU(0) row once its values are read: the pivots and x_k polled until none holds the
     sentinel (they are their own flags; JOINT: in one loop, else the pivots' first), then l_ik,
     u_ii and x_i computed and stored, in the order l_ik, x_i, u_ii (UFIRST: u_ii, x_i, l_ik).
     STAMP: STAMPS[4t..4t+3] = the clock as the wait starts, once the values are in, once stored,
     and (not JOINT) once the pivots are in, between the two polls (a clock read and a sum across
-    the row more there, tens of ns)."""
+    the row more there, tens of ns). PACK: each row also stores u_ii and x_i side by side in UX
+    (UX[2i], UX[2i + 1], one 16-byte store before the others), and a row polls its pivots and
+    x_k there, both by one load, instead of in LU and X (the values read ahead, u and xk, unused);
+    PACK=2 stores the pair by one st.global.v2.f64 in inline PTX (the GPU's form), PACK=1 by
+    tl.store (the interpreter's)."""
     ok = i >= 0
     m = p >= 0
     if STAMP:
         tl.store(STAMPS + 4 * t, _clock(t))
-    if JOINT:                          # both polled in one loop, only what still holds the sentinel
+    if PACK:
+        o = tl.arange(0, 2)
+        at = 2 * k[:, :, None] + o[None, None, :]
+        mm = m[:, :, None] & (o[None, None, :] >= 0)
+        ux = tl.load(UX + at, mask=mm, other=1.0, volatile=True)
+        while _pending(ux, at, mm, 0, SENT) != 0:
+            ux = tl.load(UX + at, mask=mm, other=1.0, volatile=True)
+        u, xk = tl.split(ux)
+        if STAMP:
+            tl.store(STAMPS + 4 * t + 3, _clock(_dep(u)))
+    elif JOINT:                          # both polled in one loop, only what still holds the sentinel
         u, xk = vec_await_at(u, LU + dk, dk, m, xk, X + k, k, m, 0, SENT, 0, True)
     else:
         u = vec_await_entries(u, LU + dk, dk, m, 0, SENT, 0)
@@ -157,6 +179,15 @@ def _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.const
     l_ik = _div(a_ik, tl.where(m, u, 1.0))
     uii = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
     xi = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
+    if PACK == 2:   # one st.global.v2.f64 (a [R, 2] store spreads over the warp's threads, unvectorized)
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.s32 p, $4, 0; @p st.global.v2.f64 [$1], {$2, $3}; mov.u32 $0, 0; }",
+            "=r,l,d,d,r", [(UX + 2 * i).to(tl.int64, bitcast=True), uii, xi, ok.to(tl.int32)], dtype=tl.int32,
+            is_pure=False, pack=1)
+    elif PACK:      # the interpreter's form (no inline PTX there)
+        o2 = tl.arange(0, 2)
+        tl.store(UX + 2 * i[:, None] + o2[None, :], tl.where(o2[None, :] == 0, uii[:, None], xi[:, None]),
+                 mask=ok[:, None])
     if UFIRST:
         tl.store(LU + dp, uii, mask=ok)
         tl.store(X + i, xi, mask=ok)
@@ -186,7 +217,7 @@ def _diag_ilu(TICKET, N_BLK, ROW, DP, LP, LK, LD, LQ, A, B, LU, X, R: tl.constex
         q = tl.load(LQ + e, mask=m, other=0)
         dp = tl.load(DP + s, mask=ok, other=0)
         a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i, p, k, dk, q, p * 0, dp)     # no parent
-        _lean_row(LU, X, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT, LU, t, False)
+        _lean_row(LU, X, LU, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT, LU, t, False)
         t = tl.atomic_add(TICKET, 1, sem="relaxed")
 
 
@@ -321,9 +352,9 @@ def _chain_ilu(TICKET, N_BLK, BASE, NSTEPS, ROW, DP, LP, LK, LD, LQ, PAR, A, B, 
 
 
 @triton.jit
-def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl.constexpr, CH: tl.constexpr,
-                 SENT: tl.constexpr, STAMP: tl.constexpr, JOINT: tl.constexpr = False,
-                 UFIRST: tl.constexpr = False):
+def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, UX, STAMPS, R: tl.constexpr,
+                 CH: tl.constexpr, SENT: tl.constexpr, STAMP: tl.constexpr, JOINT: tl.constexpr = False,
+                 UFIRST: tl.constexpr = False, PACK: tl.constexpr = 0):
     """The lean rows, program p of P running blocks p, p + P, … (all P resident): block t + 2P's
     tables and block t + P's values and first polls are read while block t waits and works."""
     P = tl.num_programs(0)
@@ -336,7 +367,8 @@ def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, STAMPS, R: tl
         i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
                                               (t + 2 * P < N_BLK).to(tl.int32), R, CH)
         a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
-        _lean_row(LU, X, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT, UFIRST)
+        _lean_row(LU, X, UX, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT, UFIRST,
+                  PACK)
         i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
         i1, p1, k1, dk1, q1, par1, dp1 = i2, p2, k2, dk2, q2, par2, dp2
         a_ik, a_ki, a_ii, b, u, xk = a_ik1, a_ki1, a_ii1, b1, u1, xk1
@@ -398,9 +430,12 @@ class ChainRunner(_Runner):
 class DiagRunner(_Runner):
     """runner(b) → (LU values, x), the lean rows' kernel with its tables on the device."""
 
-    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0, ufirst=0):
+    def __init__(self, A, like, R=32, pps=16, stride=0, stamp=False, joint=0, known=0, ufirst=0, pack=0):
         self.nblk, self.CH, ROW, DP, tabs, S = plan(A, R)
         self.R, self.stride, self.stamp, self.joint, self.ufirst = R, bool(stride), stamp, bool(joint), bool(ufirst)
+        self.pack = (2 if like.is_cuda else 1) if pack else 0
+        if self.pack and (not self.stride or known or like.dtype != torch.float64):
+            raise ValueError("PK=1 runs the strided lean rows (ST=1) in float64, without KNOWN")
         self.stamps = torch.zeros(4 * self.nblk, dtype=torch.int64, device=like.device)
         self.tab = {name: torch.from_numpy(t).to(like.device) for name, t in tabs.items()}
         self.ROW, self.DP = torch.from_numpy(ROW).to(like.device), torch.from_numpy(DP).to(like.device)
@@ -408,8 +443,9 @@ class DiagRunner(_Runner):
         if self.stride and like.is_cuda:       # every program resident: at most what the registers allow
             T = self.tab
             k = _lean_stride.warmup(self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
-                                    self.A, like, self.A, like, self.ticket, R=R, CH=self.CH, SENT=self.sent,
-                                    STAMP=stamp, JOINT=self.joint, UFIRST=self.ufirst, num_warps=1, grid=(1,))
+                                    self.A, like, self.A, like, self.A, self.ticket, R=R, CH=self.CH,
+                                    SENT=self.sent, STAMP=stamp, JOINT=self.joint, UFIRST=self.ufirst,
+                                    PACK=self.pack, num_warps=1, grid=(1,))
             k._init_handles()              # n_regs is read from the loaded module
             per_sm = min(32, 65536 // (32 * ((k.n_regs + 7) // 8 * 8)), pps)
             self.grid = min(self.nblk, torch.cuda.get_device_properties(like.device).multi_processor_count * per_sm)
@@ -421,9 +457,14 @@ class DiagRunner(_Runner):
         LU, X = self._buffers(b)
         T = self.tab
         if self.stride:
+            UX = LU
+            if self.pack:
+                UX = torch.empty(2 * b.shape[0], dtype=b.dtype, device=b.device)
+                UX.view(self.bits).fill_(self.sent)
             _lean_stride[(self.grid,)](self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"], T["PAR"],
-                                       self.A, b, LU, X, self.stamps, R=self.R, CH=self.CH, SENT=self.sent,
-                                       STAMP=self.stamp, JOINT=self.joint, UFIRST=self.ufirst, num_warps=1)
+                                       self.A, b, LU, X, UX, self.stamps, R=self.R, CH=self.CH, SENT=self.sent,
+                                       STAMP=self.stamp, JOINT=self.joint, UFIRST=self.ufirst, PACK=self.pack,
+                                       num_warps=1)
             return LU, X
         _diag_ilu[(self.grid,)](self.ticket, self.nblk, self.ROW, self.DP, T["LP"], T["LK"], T["LD"], T["LQ"],
                                 self.A, b, LU, X, R=self.R, CH=self.CH, SENT=self.sent, num_warps=1)
@@ -503,9 +544,10 @@ def main():
                     A, v, K=sh["K"], steps=sh.get("S", 0) or 1 << 20, pps=sh["PPS"], pipe=sh.get("PIPE", 1),
                     pair=pair)
             elif pair == PAIR:
-                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}_j{sh.get('J', 0)}_uf{sh.get('UF', 0)}"] = (
+                pk = f"_pk{sh['PK']}" if sh.get("PK") else ""
+                runs[f"diag_R{sh['R']}_P{sh['PPS']}_st{sh.get('ST', 0)}_j{sh.get('J', 0)}_uf{sh.get('UF', 0)}{pk}"] = (
                     DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=sh.get("ST", 0), joint=sh.get("J", 0),
-                               ufirst=sh.get("UF", 0)))
+                               ufirst=sh.get("UF", 0), pack=sh.get("PK", 0)))
         plan_s = time.perf_counter() - t0
         runs["t3"] = sf.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
                                 executor="dataflow")
@@ -536,7 +578,7 @@ def stamps_main(out, cases, shape):
         v = (torch.rand(A.shape[0], dtype=torch.float64) + 0.5).to("cuda", getattr(torch, rest[0] if rest else
                                                                                    "float64"))
         run = DiagRunner(A, v, R=sh["R"], pps=sh["PPS"], stride=1, stamp=True, joint=sh.get("J", 0),
-                         known=sh.get("KNOWN", 0), ufirst=sh.get("UF", 0))
+                         known=sh.get("KNOWN", 0), ufirst=sh.get("UF", 0), pack=sh.get("PK", 0))
         rows = [stamp_report(run, v) for _ in range(3)]
         for r in rows:
             print(json.dumps({"case": case, **r}), flush=True)
