@@ -10,6 +10,7 @@ import scipy.sparse.linalg as sla
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy.sparse.csgraph import connected_components
 
 from tests.conftest import DEVICE
 from tiers import fusion_schedules as fs
@@ -307,6 +308,22 @@ def test_stable_order_is_numpys_stable_argsort():
                  np.array([32767, -32768, 0, 32767]), np.array([40000, 3, 40000]), np.zeros(0, np.int64),
                  rng.random(50)):
         np.testing.assert_array_equal(sd.stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+def test_weak_components_are_scipys(graph):
+    """The same components, numbered the same way, as SciPy's weak connected components: self
+    loops, repeated and reversed edges, isolated nodes and long chains alike."""
+    n, edges = graph
+    u = np.array([a for a, _ in edges], dtype=np.int64)
+    v = np.array([b for _, b in edges], dtype=np.int64)
+    g = sp.coo_matrix((np.ones(len(edges)), (u, v)), shape=(n, n))
+    _, want = connected_components(g, directed=True, connection="weak")
+    np.testing.assert_array_equal(sd.weak_components(n, u, v), want)
+    chain = np.arange(n - 1)[::-1]                 # a path whose edges come largest first
+    np.testing.assert_array_equal(sd.weak_components(n, chain + 1, chain), np.zeros(n, np.int64))
 
 
 def test_canonical_copies_only_what_is_not_canonical():

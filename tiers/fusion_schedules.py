@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from tiers import sparse_dags as dags
 
@@ -402,8 +400,7 @@ def _lbc_assign(dag, cost, W, slack, wl, nodes=None):
         e0, e1 = np.searchsorted(ev, [lo, hi])
         x, y = eu[e0:e1], ev[e0:e1]
         m = x >= lo
-        g = coo_matrix((np.ones(int(m.sum()), dtype=np.int8), (x[m] - lo, y[m] - lo)), shape=(hi - lo, hi - lo))
-        _, comp = connected_components(g, directed=True, connection="weak")
+        comp = dags.weak_components(hi - lo, x[m] - lo, y[m] - lo)
         ccost = np.bincount(comp, weights=c[lo:hi])
         bins = _pack(ccost, W)
         return bins[comp], float(np.bincount(bins, weights=ccost).max())

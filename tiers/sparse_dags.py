@@ -119,6 +119,29 @@ def stable_order(keys) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
+def weak_components(n, u, v) -> np.ndarray:
+    """Component of each of n nodes under the edges u[k] — v[k], direction ignored, numbered in
+    the order of each component's smallest node (as scipy.sparse.csgraph.connected_components
+    numbers them). Each round hooks, for every edge joining two trees, the larger root under the
+    smaller, then jumps every node to its root; the roots are each tree's smallest node
+    throughout. For the inspectors' many small windows (_lbc_assign) this replaced a CSR build
+    and SciPy's call, whose checks cost more than the search."""
+    lab = np.arange(n, dtype=np.int64)
+    u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+    while u.size:
+        lu, lv = lab[u], lab[v]
+        apart = lu != lv
+        if not apart.any():
+            break
+        np.minimum.at(lab, np.maximum(lu, lv)[apart], np.minimum(lu, lv)[apart])
+        while True:                      # pointer jumping: every node to its tree's root
+            up = lab[lab]
+            if np.array_equal(up, lab):
+                break
+            lab = up
+    return np.cumsum(lab == np.arange(n))[lab] - 1
+
+
 def diag_positions(indptr, indices) -> np.ndarray:
     """Position of entry (i, i) in each row, −1 when it is not stored."""
     n = len(indptr) - 1
