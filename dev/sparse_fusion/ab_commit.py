@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import triton
 from triton.testing import do_bench
 
 from tiers import fusion_schedules as fs
@@ -98,6 +99,13 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
     return row
 
 
+def run_header(dev, **extra):
+    """The head of a probe's OUT.json: device, versions, date (UTC), `extra`, and no rows yet."""
+    return {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
+            "triton": triton.__version__, "numpy": np.__version__,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), **extra, "rows": []}
+
+
 def save_row(res, row, out):
     """Prints a case's row, adds it to `res` and writes `res` to `out` (after every case, so that a
     run cut short keeps what it measured); frees the cached GPU memory of the case's runners."""
@@ -112,9 +120,7 @@ def main():
     fs_old, sf_old = import_old(commits[0])
     alts = {f"alt{k}": import_old(c, f"tiers_alt{k}") for k, c in enumerate(commits[1:], 1)}
     dev = torch.device("cuda")
-    res = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "old": commits[0], "alts": commits[1:],
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    res = run_header(dev, old=commits[0], alts=commits[1:])
     for case in cases:
         pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
         s_new, s_old = fs.inspect(pair, *mats, kind=kind), fs_old.inspect(pair, *mats, kind=kind)

@@ -15,13 +15,11 @@ each runner's R, programs per SM, pipeline, claim and fuse_rows) and prints each
 Data of 2026-12-02 (H200): figures/data/early_f32_27pt_*, pps_f32_27pt_*, pps_f64_27pt_*, f32_3d_*
 (and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form).
 """
-import json
 import sys
-import time
 
 import torch
 
-from ab_commit import check_and_time, operands_and_vectors    # the checks and rounds of ab_commit.py
+from ab_commit import check_and_time, operands_and_vectors, run_header, save_row    # ab_commit.py's checks, rounds
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.t3_triton_fused import sparse_fusion as sf
@@ -47,9 +45,7 @@ def parse_variants(text):
 def main():
     out, cases, variants = sys.argv[1], sys.argv[2].split(","), parse_variants(sys.argv[3])
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "variants": sys.argv[3],
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    res = run_header(dev, variants=sys.argv[3])
     for case in cases:
         pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
         s = fs.inspect(pair, *mats, kind=kind)
@@ -62,12 +58,8 @@ def main():
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows]
                         for label, r in runs.items()}
-        print(json.dumps(row), flush=True)
-        res["rows"].append(row)
-        json.dump(res, open(out, "w"), indent=1)
         del runs
-        if dev.type == "cuda":
-            torch.cuda.empty_cache()
+        save_row(res, row, out)
 
 
 if __name__ == "__main__":

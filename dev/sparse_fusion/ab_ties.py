@@ -15,11 +15,10 @@ figures/data/ab_ties_powerlaw_*, measured before PLAN_TIES existed by preparing 
 ticket_blocks patched to ties="ids" (its "sf_ids"; its "sf" and "sf2" the schedule's order).
 """
 import sys
-import time
 
 import torch
 
-from ab_commit import check_and_time, operands_and_vectors, save_row
+from ab_commit import check_and_time, operands_and_vectors, run_header, save_row
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.t3_triton_fused import sparse_fusion as sf
@@ -60,9 +59,7 @@ def case_row(case, dev):
 def main():
     out, cases = sys.argv[1], sys.argv[2].split(",")
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-           "triton": __import__("triton").__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "rows": []}
+    res = run_header(dev)
     for case in cases:
         save_row(res, case_row(case, dev), out)
 

@@ -28,8 +28,8 @@ each its own ready flag (sentinel until stored, as t3's dataflow executor does):
     buffer, by one st.global.v2.f64 before its other stores, and poll its pivots and x_k there,
     each pair by one 16-byte load (ld.volatile.global.v2.b64): whether x_i becomes visible a
     round trip after u_ii because the two lie in different lines. Checked under the interpreter
-    (the lean rows' results) and compiled for sm_90 (64 registers, 488 instructions against
-    512); not yet run on a GPU;
+    (the lean rows' results) and compiled for sm_90 (62 registers, 432 instructions against
+    512, no other volatile load); not yet run on a GPU;
   * chains (ChainRunner; shapes K=…,S=…,PPS=…,PIPE=…): a row links to its predecessor one level
     up with the largest index (a grid's rows chain along x), chains are cut every S links (S=0:
     never), K chains of one key walk side by side in a program, the parent's pivot and x carried
@@ -147,7 +147,7 @@ def _lean_row(LU, X, UX, i, p, k, dk, dp, a_ik, a_ki, a_ii, b, u, xk, SENT: tl.c
     and (not JOINT) once the pivots are in, between the two polls (a clock read and a sum across
     the row more there, tens of ns). PACK: each row also stores u_ii and x_i side by side in UX
     (UX[2i], UX[2i + 1], one 16-byte store before the others), and a row polls its pivots and
-    x_k there, both by one load, instead of in LU and X (the values read ahead, u and xk, unused);
+    x_k there, both by one load, instead of in LU and X (the values are not read ahead, _vals);
     PACK=2 stores the pair by one st.global.v2.f64 in inline PTX (the GPU's form), PACK=1 by
     tl.store (the interpreter's)."""
     ok = i >= 0
@@ -290,9 +290,9 @@ def _tab(ROW, DP, LP, LK, LD, LQ, PAR, base, step, nst, K: tl.constexpr, CH: tl.
 
 
 @triton.jit
-def _vals(A, B, LU, X, i, p, k, dk, q, par, dp):
-    """A step's values: the matrix's (static) and, issued without waiting, the pivots and x_k of
-    rows of other chains."""
+def _vals(A, B, LU, X, i, p, k, dk, q, par, dp, AHEAD: tl.constexpr = True):
+    """A step's values: the matrix's (static) and, issued without waiting (AHEAD; PK=1's rows poll
+    their own pairs and read none), the pivots and x_k of rows of other chains."""
     ok = i >= 0
     m = p >= 0
     ext = m & (par == 0)
@@ -300,8 +300,12 @@ def _vals(A, B, LU, X, i, p, k, dk, q, par, dp):
     a_ki = tl.load(A + q, mask=m, other=0.0)
     a_ii = tl.load(A + dp, mask=ok, other=1.0)
     b = tl.load(B + i, mask=ok, other=0.0)
-    u = tl.load(LU + dk, mask=ext, other=1.0, volatile=True)
-    xk = tl.load(X + k, mask=ext, other=0.0, volatile=True)
+    if AHEAD:
+        u = tl.load(LU + dk, mask=ext, other=1.0, volatile=True)
+        xk = tl.load(X + k, mask=ext, other=0.0, volatile=True)
+    else:
+        u = tl.zeros_like(a_ik) + 1.0
+        xk = tl.zeros_like(a_ik)
     return a_ik, a_ki, a_ii, b, u, xk
 
 
@@ -360,13 +364,13 @@ def _lean_stride(N_BLK, ROW, DP, LP, LK, LD, LQ, PAR, A, B, LU, X, UX, STAMPS, R
     P = tl.num_programs(0)
     t = tl.program_id(0)
     i0, p0, k0, dk0, q0, par0, dp0 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, t * R, 0, (t < N_BLK).to(tl.int32), R, CH)
-    a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i0, p0, k0, dk0, q0, par0, dp0)
+    a_ik, a_ki, a_ii, b, u, xk = _vals(A, B, LU, X, i0, p0, k0, dk0, q0, par0, dp0, PACK == 0)
     i1, p1, k1, dk1, q1, par1, dp1 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + P) * R, 0,
                                           (t + P < N_BLK).to(tl.int32), R, CH)
     for _ in range(0, tl.cdiv(N_BLK - t, P)):
         i2, p2, k2, dk2, q2, par2, dp2 = _tab(ROW, DP, LP, LK, LD, LQ, PAR, (t + 2 * P) * R, 0,
                                               (t + 2 * P < N_BLK).to(tl.int32), R, CH)
-        a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1)
+        a_ik1, a_ki1, a_ii1, b1, u1, xk1 = _vals(A, B, LU, X, i1, p1, k1, dk1, q1, par1, dp1, PACK == 0)
         _lean_row(LU, X, UX, i0, p0, k0, dk0, dp0, a_ik, a_ki, a_ii, b, u, xk, SENT, STAMPS, t, STAMP, JOINT, UFIRST,
                   PACK)
         i0, p0, k0, dk0, q0, par0, dp0 = i1, p1, k1, dk1, q1, par1, dp1
@@ -513,19 +517,16 @@ def stamp_report(run, b):
 
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))      # ab_commit.py beside it
-    from ab_commit import check_and_time
+    from ab_commit import check_and_time, run_header, save_row
     from tiers import fusion_schedules as fs
     from tiers.bench import sparse_fusion as bench
     from tiers.t3_triton_fused import sparse_fusion as sf
     if sys.argv[1] == "--stamps":          # --stamps OUT.json CASES R,PPS: stamped strided lean rows
         return stamps_main(*sys.argv[2:])
     out, cases = sys.argv[1], sys.argv[2].split(",")
-    shapes = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in s.split(","))
-              for s in (sys.argv[3] if len(sys.argv) > 3 else "R=32,PPS=16").split(";")]
+    shapes = [_shape(s) for s in (sys.argv[3] if len(sys.argv) > 3 else "R=32,PPS=16").split(";")]
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-           "triton": triton.__version__, "numpy": np.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    res = run_header(dev)
     for case in cases:
         name, size, *rest = case.split(":")
         dtype = rest[0] if rest else "float64"
@@ -562,16 +563,20 @@ def main():
                 row["ratio_vs_cusparse"] = {k: row["ms"]["cusparse"] / ms for k, ms in row["ms"].items()}
             except Exception as e:       # noqa: BLE001 - the probe records why the anchor did not run
                 row["cusparse_error"] = repr(e)
-        print(json.dumps(row), flush=True)
-        res["rows"].append(row)
-        json.dump(res, open(out, "w"), indent=1)
+        del runs
+        save_row(res, row, out)
+
+
+def _shape(text):
+    """{"R": 8, "PPS": 16, …} from "R=8,PPS=16,…"."""
+    return dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in text.split(","))
 
 
 def stamps_main(out, cases, shape):
+    from ab_commit import run_header                      # beside this file (main put it on the path)
     from tiers.bench import sparse_fusion as bench
-    sh = dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in shape.split(","))
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "shape": sh, "rows": []}
+    sh = _shape(shape)
+    res = run_header(torch.device("cuda"), shape=sh)
     for case in cases.split(","):
         name, size, *rest = case.split(":")
         A = bench.make_matrix(name, int(size))

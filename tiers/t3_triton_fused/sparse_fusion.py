@@ -1198,28 +1198,27 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains,
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
             num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=None,
             tickets_ahead=None, claim=None, fuse_rows=None) -> Prepared:
-    """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped,
-    typed and placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair))
-    or None (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS,
-    see ticket_blocks; None: TICKET_ORDER of the executor, FACTOR_TICKETS for a factor pair);
-    block_rows, iterations per block (a
-    power of two up to 128; None: tuning_defaults of the executor and pair, or for a factor pair
-    on the flag executor factor_block_rows); num_warps of each program (1, 2, 4 or 8 for the flag
-    and level executors; 1 for the ONE_WARP executors); nap_ns, the sync-free executors' sleep between polls
-    (0 to 10000 ns); chain_steps, the chain executor's links per block (1 to 4096) or the segment
-    executor's per piece (1 to SEG_MAX); None: CHAIN_STEPS of the executor; programs_per_sm, for
-    the sync-free executors, 0 for one program per block or the number of persistent programs per
-    SM that run blocks until none is left (1 to 64, striding ones at most what an SM holds,
-    resident_per_sm; None: the dataflow executor's dataflow_programs, FLAG_PROGRAMS_PER_SM for the
-    flag executor, PROGRAMS_PER_SM for the others); tickets_ahead,
-    for the dataflow executor's persistent programs, 0 to take the next ticket after a block, 1
-    to hold it while the block waits, 2 to also prefetch that block's record (_dataflow; None,
-    like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent program
-    of the flag or dataflow executor (STRIDING) finds its next block (CLAIMS; None: CLAIM, or
-    "counter" with one program per block); fuse_rows, whether the flag executor, or the dataflow
-    executor on a factor pair, runs a factor pair's solve row with its factor row where the
-    schedule puts both in one partition (fused_rows; None: fuses_rows; not with tickets
-    "schedule", which then runs them apart)."""
+    """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped, typed and
+    placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair)) or None
+    (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS, see
+    ticket_blocks; None: TICKET_ORDER of the executor, FACTOR_TICKETS for a factor pair);
+    block_rows, iterations per block (a power of two up to 128; None: tuning_defaults of the
+    executor and pair, or for a factor pair on the flag executor factor_block_rows); num_warps of
+    each program (1, 2, 4 or 8 for the flag and level executors; 1 for the ONE_WARP executors);
+    nap_ns, the sync-free executors' sleep between polls (0 to 10000 ns); chain_steps, the chain
+    executor's links per block (1 to 4096) or the segment executor's per piece (1 to SEG_MAX); None:
+    CHAIN_STEPS of the executor; programs_per_sm, for the sync-free executors, 0 for one program per
+    block or the number of persistent programs per SM that run blocks until none is left (1 to 64,
+    striding ones at most what an SM holds, resident_per_sm; None: the dataflow executor's
+    dataflow_programs, FLAG_PROGRAMS_PER_SM for the flag executor, PROGRAMS_PER_SM for the others);
+    tickets_ahead, for the dataflow executor's persistent programs, 0 to take the next ticket after
+    a block, 1 to hold it while the block waits, 2 to also prefetch that block's record (_dataflow;
+    None, like block_rows None: dataflow_shape; with claim "stride" 2); claim, how a persistent
+    program of the flag or dataflow executor (STRIDING) finds its next block (CLAIMS; None: CLAIM,
+    or "counter" with one program per block); fuse_rows, whether the flag executor, or the dataflow
+    executor on a factor pair, runs a factor pair's solve row with its factor row where the schedule
+    puts both in one partition (fused_rows; None: fuses_rows; not with tickets "schedule", which
+    then runs them apart)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")

@@ -220,8 +220,8 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     critical path wait until just before they are needed (spmv_sptrsv: each SpMV row right before
     the solve row that reads it, not all of them first); the factor pairs' default since
     2026-12-03 (FACTOR_TICKETS in tiers/t3_triton_fused/sparse_fusion.py: on an H200 the
-    power-law graph's IC(0) 11 % faster, its ILU(0) 7 %, the grids even). tickets="mid": by the sum of both levels,
-    halfway, but rows of more than HEAVY entries as early as they can be (_mid_levels). A
+    power-law graph's IC(0) 11 % faster, its ILU(0) 7 %, the grids even). tickets="mid": by
+    the sum of both levels, halfway, but rows of more than HEAVY entries as early as they can be (_mid_levels). A
     dependence u → v raises every one of these keys, so every order keeps it in an earlier group.
     tickets="schedule": sorted by (schedule level, step within the partition, partition), each
     (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
