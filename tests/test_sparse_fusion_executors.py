@@ -2268,3 +2268,111 @@ def test_grid_steps_paths(name, pair, staged, across):
     assert rows.grid_layout(shape), shape
     assert rows.reads_across(shape, factor, apart) == across, (shape, apart)
     assert apart == (name == "poisson2d"), shape
+
+
+# ---------------------------------------------------------------- the lean rows (updates only on diagonals)
+
+def test_lean_rows_premise():
+    """updates_only_diagonal: the 5- and 7-point grids (every update lands on a diagonal), for both
+    factors, in any order — an update of (i, j) through row k needs i, j, k pairwise adjacent, and
+    a grid's graph holds no triangle; not the 27-point grid, a band or a power-law graph, nor any
+    vector pair."""
+    from tiers.kernels.sparse_fusion_executors.lean import updates_only_diagonal
+    for A, want in ((sm.poisson2d(7), True), (sm.poisson3d(5), True), (sm.poisson3d(4, points=27), False),
+                    (sm.banded_spd(40, 3), False), (sm.powerlaw_laplacian(60, 3, 1), False)):
+        for pair in sd.FACTOR_PAIRS:
+            assert updates_only_diagonal(rows.row_tables(pair, A)) is want, (pair, A.shape)
+    assert not updates_only_diagonal(rows.row_tables("sptrsv_spmv", sm.tril_csr(sm.poisson2d(5)), sm.poisson2d(5)))
+    P = np.random.default_rng(3).permutation(49)
+    shuffled = sd.csr(sm.poisson2d(7)[P][:, P])
+    for pair in sd.FACTOR_PAIRS:
+        assert updates_only_diagonal(rows.row_tables(pair, shuffled))
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(["poisson2d", "poisson3d"]), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(sd.FACTOR_PAIRS), kind=st.sampled_from(fs.KINDS), R=st.sampled_from([1, 2, 4, 8]),
+       fuse=st.booleans(), dtype=st.sampled_from(DTYPES))
+def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype):
+    """The lean rows give t0's factor and solve on the 5- and 7-point grids (random values on their
+    patterns) under every schedule, with the rows the schedule fuses run in one lane or every row
+    apart — a factor row apart waits for its pivots only, since a wavefront schedule puts x_k after
+    it."""
+    mats = operands(pair, matrix(gen, size, seed))
+    b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype))
+    v = _vector(b, dtype)
+    s = fs.inspect(pair, *mats, kind=kind)
+    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", lean=True, block_rows=R, fuse_rows=fuse)
+    assert run.lean and not run.data and run.claim == "stride" and run.block_rows == R
+    merged = t3.fused_rows(s, mats)
+    assert run.fused == (int((merged >= 0).sum()) if fuse else 0)
+    for call in range(2):
+        _check(run(v), ref, pair, mats, dtype, f"lean {kind} R={R} fuse={fuse} call {call}")
+
+
+def test_lean_rows_rule(monkeypatch):
+    """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
+    runs_lean says so: updates only on diagonals and levels of WIDE_LEVELS iterations on average —
+    the 3D grid's and not the 2D grid's at the benchmark sizes; here WIDE_LEVELS is lowered to the
+    small grids' widths. The defaults it takes: striding programs, LEAN_BLOCK_ROWS, fused rows."""
+    A3, A2, A27 = sm.poisson3d(8), sm.poisson2d(12), sm.poisson3d(5, points=27)
+    depth = {}
+    for name, A in (("3d", A3), ("2d", A2)):
+        s = fs.inspect("spilu0_sptrsv", A, kind="sparse_fusion")
+        depth[name] = (s.n1 + s.n2) / t3._depth(s, (A,))
+    assert depth["3d"] > depth["2d"]
+    monkeypatch.setattr(t3, "WIDE_LEVELS", (depth["3d"] + depth["2d"]) / 2)
+    for pair in sd.FACTOR_PAIRS:
+        for A, want in ((A3, True), (A2, False), (A27, False)):
+            v = _vector(np.random.default_rng(_seed("rule", pair, A.shape)).standard_normal(A.shape[0]), "float64")
+            s = fs.inspect(pair, A, kind="sparse_fusion")
+            assert t3.runs_lean(s, (A,), rows.row_tables(pair, A)) is want
+            run = t3.prepare(pair, A, like=v, schedule=s, executor="dataflow")
+            assert run.lean is want and run.data is not want
+            if want:
+                assert (run.block_rows, run.programs_per_sm, run.claim) == (t3.LEAN_BLOCK_ROWS, t3.PROGRAMS_PER_SM,
+                                                                              "stride")
+                assert run.fuse_rows and run.fused > 0
+            # options only the values-as-flags kernel takes keep it
+            for kw in ({"claim": "counter"}, {"programs_per_sm": 0}, {"tickets": "schedule"}):
+                assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", **kw).lean
+            assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", lean=False).lean
+    monkeypatch.setattr(t3, "LEAN_ROWS", False)
+    s = fs.inspect("spic0_sptrsv", A3, kind="sparse_fusion")
+    assert not t3.runs_lean(s, (A3,), rows.row_tables("spic0_sptrsv", A3))
+
+
+def test_lean_rows_refuse_what_they_cannot_run():
+    """lean=True where the lean rows cannot run raises a ValueError naming why, before any launch."""
+    v = _vector(np.random.default_rng(9).standard_normal(27), "float64")
+    A = sm.poisson3d(3)
+    cases = [(dict(lean="yes"), "lean must be True, False or None"),
+             (dict(lean=True, executor="syncfree"), "lean=True runs a factor pair on the dataflow executor"),
+             (dict(lean=True, executor="levels"), "lean=True runs a factor pair on the dataflow executor"),
+             (dict(lean=True, executor="dataflow", claim="counter"), "programs stride"),
+             (dict(lean=True, executor="dataflow", programs_per_sm=0, claim=None), "programs stride"),
+             (dict(lean=True, executor="dataflow", tickets="schedule"), "tickets='schedule'")]
+    for kw, match in cases:
+        with pytest.raises(ValueError, match=re.escape(match)):
+            t3.prepare("spilu0_sptrsv", A, like=v, **kw)
+    with pytest.raises(ValueError, match="updates all land on the diagonal"):
+        t3.prepare("spic0_sptrsv", sm.poisson3d(3, points=27), like=v, executor="dataflow", lean=True)
+    L = sm.tril_csr(A)
+    with pytest.raises(ValueError, match="lean=True runs a factor pair"):
+        t3.prepare("sptrsv_spmv", L, A, like=v, executor="dataflow", lean=True)
+
+
+@pytest.mark.parametrize("name,size,pair,how,seed", [c for c in BREAKDOWN_CASES if c[0] in ("poisson2d", "poisson3d")])
+def test_lean_rows_breakdown_row_is_t0s(name, size, pair, how, seed):
+    """The lean rows report a breakdown at the row t0 stops at (IC(0) keeps the non-positive pivot,
+    ILU(0) the zero one; rows.results tests them after the launch), on every call."""
+    A = _broken(name, size, pair, how, seed)
+    b = np.random.default_rng(_seed("broken", name, pair, seed)).standard_normal(A.shape[0])
+    with pytest.raises(ValueError, match="breaks down in row") as want:
+        registry.get("sparse_fusion", "t0_numpy", pair)(A, b)
+    row = re.search(r"breaks down in row (\d+)", str(want.value)).group(1)
+    run = t3.prepare(pair, A, like=_vector(b, "float64"), executor="dataflow", lean=True)
+    for call in range(2):
+        with pytest.raises(ValueError, match=rf"breaks down in row {row}: pivot"):
+            run(_vector(b, "float64"))

@@ -2,12 +2,12 @@
 
 A developer's probe, not package code (needs a CUDA GPU; on a CPU it only checks the results). Each
 variant is `label=` followed by `key:value` items joined by "+": a keyword of `prepare`
-(programs_per_sm, block_rows, tickets, tickets_ahead, nap_ns, claim, fuse_rows; integers and
+(programs_per_sm, block_rows, tickets, tickets_ahead, nap_ns, claim, fuse_rows, lean; integers and
 true / false where they parse), or `early:0` / `early:1`, which overrides the software-pipeline
 rule (looks_early) on the prepared runner (reads_every_slot then applies as it would). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
-each runner's R, programs per SM, pipeline, claim and fuse_rows) and prints each row.
+each runner's R, programs per SM, pipeline, claim, fuse_rows and lean) and prints each row.
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
@@ -56,7 +56,7 @@ def main():
                 runs[label].early = early
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
-                                 r.fuse_rows]
+                                 r.fuse_rows, bool(getattr(r, "lean", False))]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

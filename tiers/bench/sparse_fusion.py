@@ -585,6 +585,7 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         # steps that walk in memory instead (all of them where the pattern holds none)
         took["held_shape"] = "x".join(str(x) for x in tables.held_shape)
         took["walked_rows"] = int(tables.walked.sum())
+        took["lean"] = bool(getattr(prepared, "lean", False))     # the lean rows ran it (t3's runs_lean)
     if getattr(prepared, "record_shape", None) is not None:     # the dataflow kernel's shape, from the pattern
         took["record_shape"] = " ".join(f"{k}={v}" for k, v in prepared.record_shape.items())
         took["direct"] = prepared.direct

@@ -104,6 +104,13 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   (STAGED_STEPS, stages_steps): those before its first step that reads a row one level below
   it, as soon as what they read is there, then the rest.
 
+  Lean rows (since 2026-12-03; runs_lean, prepare's `lean`). Where every update lands on a
+  diagonal (the 5- and 7-point grids) a factor row reads two values of each row it depends on,
+  its pivot and x_k, so one lane runs a row, fused with its solve row where the schedule fuses
+  them, and each row stores its pivot and x side by side in one vector store, which its
+  successors poll by one load a pair (kernels/sparse_fusion_executors/lean.py). On the 3D grid,
+  whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid not.
+
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
   — PROGRAMS_PER_SM programs per SM each take tickets until none is left. The argument above
@@ -188,6 +195,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
+from tiers.kernels.sparse_fusion_executors.lean import lean_plan, run_lean, updates_only_diagonal
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
                                                           _launch_claimed, _slots_from, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
@@ -642,6 +650,33 @@ def executor_rule(device, schedule, tables=None) -> str:
     if tables is not None and tables.factor and int(np.prod(tables.held_shape)) > DATA_HELD_WORK:
         return "syncfree"
     return "dataflow"
+
+
+LEAN_ROWS = True
+"""Whether executor=None (and executor="dataflow") runs a factor pair by the lean rows where
+runs_lean says so (tiers/kernels/sparse_fusion_executors/lean.py). Measured on an H200
+(2026-12-03, A/B in one process, 5 rotated rounds of do_bench medians, every output checked
+first; figures/data/ab_lean_*), 3D grid 100³, sparse-fusion schedule, lean (twice) against the
+flag executor's kernel with the values as flags, ms: ILU(0) 0.502 / 0.500 against 0.603, float32
+0.421 / 0.421 against 0.513; IC(0) 0.495 / 0.495 against 0.596 / 0.594 (a first call's rounds
+were bimodal, 0.49 and 0.61 for both kernels), float32 0.412 / 0.411 against 0.514; R = 4 lanes a
+block instead of 8 slower (0.552, float32 0.433 / 0.433). Wavefront schedule: ILU(0) 0.614
+against 0.779, IC(0) 0.600 against 0.785. Package CLI, the same call (table_h200_ac_*): ILU(0)
+0.500 ms, 4.99× cuSPARSE (was 4.05×), IC(0) 0.493, 5.16× (was 4.23×), float32 5.94× / 5.88×."""
+LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block, when block_rows is not given
+
+
+def runs_lean(schedule, mats, tables) -> bool:
+    """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
+    the flag executor's kernel with the values as flags: where every update lands on a diagonal
+    (updates_only_diagonal: the 5- and 7-point grids, in any order) and the joint DAG's
+    levels hold at least WIDE_LEVELS iterations on average (_wide: the 3D grid's, not the 2D
+    grid's). On the 2D grid 1000² (H200, 2026-12-03, the A/B of LEAN_ROWS) the lean rows lost:
+    ILU(0) 1.954 ms against 1.915, IC(0) 2.470 against 2.047. Its 2 000 levels of 500 rows are
+    bound by each level's work on the critical path, 0.54 µs of a level's 0.93 as
+    dev/sparse_fusion/diag_probe.py's copy of the lean rows stamped it (3D: 0.32 of 1.38;
+    figures/data/packed_pivots_stamps_*), and IC(0)'s square root and division sit on that path."""
+    return LEAN_ROWS and bool(tables.factor) and _wide(schedule, mats) and updates_only_diagonal(tables)
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
@@ -1106,15 +1141,19 @@ class Prepared:
     already on the device. Made by `prepare`."""
 
     def __init__(self, problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                 programs_per_sm, tickets_ahead, device, dtype, claim, fuse_rows):
+                 programs_per_sm, tickets_ahead, device, dtype, claim, fuse_rows, lean=False):
         self.problem, self.schedule, self.executor = problem, schedule, executor
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
-        self.fuse_rows = fuse_rows
+        self.fuse_rows, self.lean = fuse_rows, lean
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
-        if executor == "levels":
+        if lean:
+            self.plan = schedule.cached(("t3_lean", tickets, block_rows, fuse_rows, str(device)),
+                                        lambda: lean_plan(schedule, problem.matrices, self.tables, block_rows, tickets,
+                                                          PLAN_TIES, fuse_rows, device))
+        elif executor == "levels":
             self.plan = schedule.cached(("t3_levels", str(device)),
                                         lambda: _level_plan(schedule, self.tables, device))
         elif executor == "chains":
@@ -1168,12 +1207,18 @@ class Prepared:
 
     @property
     def fused(self) -> int:
-        """Solve rows the plan runs inside their factor rows' blocks (the flag executor's)."""
+        """Solve rows the plan runs inside their factor rows' blocks (the flag executor's, or
+        in their factor rows' lanes, the lean rows')."""
+        if self.lean:
+            return self.plan[3]
         return self.plan[2] if kernel_of(self.executor, self.problem.pair) == "syncfree" else 0
 
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
 
     def __call__(self, vector):
+        if self.lean:
+            rows.check_vector(self.tables, vector, self.values)
+            return run_lean(self, vector)
         if self.data:
             rows.check_vector(self.tables, vector, self.values)
             if self.graph is not None or (self.eager_calls and replays_graph(self)):
@@ -1197,7 +1242,7 @@ RUNS = {"levels": _run_levels, "syncfree": _run_syncfree, "chains": _run_chains,
 
 def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, block_rows=None,
             num_warps=NUM_WARPS, nap_ns=NAP_NS, chain_steps=None, programs_per_sm=None,
-            tickets_ahead=None, claim=None, fuse_rows=None) -> Prepared:
+            tickets_ahead=None, claim=None, fuse_rows=None, lean=None) -> Prepared:
     """Validate `matrices` for `pair` once and return a Prepared runner for vectors shaped, typed and
     placed like the tensor `like`. executor: one of EXECUTORS (executors_for(pair)) or None
     (executor_rule). For the sync-free kernels: tickets, the block order (TICKETS, see
@@ -1218,7 +1263,10 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     or "counter" with one program per block); fuse_rows, whether the flag executor, or the dataflow
     executor on a factor pair, runs a factor pair's solve row with its factor row where the schedule
     puts both in one partition (fused_rows; None: fuses_rows; not with tickets "schedule", which
-    then runs them apart)."""
+    then runs them apart); lean, whether the dataflow executor runs a factor pair by the lean
+    rows (tiers/kernels/sparse_fusion_executors/lean.py: only where every update lands on a
+    diagonal; None: runs_lean), whose programs stride (programs_per_sm None: PROGRAMS_PER_SM;
+    block_rows None: LEAN_BLOCK_ROWS) and poll without a nap (nap_ns is not theirs)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1246,6 +1294,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         raise ValueError(f"claim must be one of {', '.join(CLAIMS)} or None, got {claim!r}")
     if fuse_rows is not None and not isinstance(fuse_rows, bool):
         raise ValueError(f"fuse_rows must be True, False or None, got {fuse_rows!r}")
+    if lean is not None and not isinstance(lean, bool):
+        raise ValueError(f"lean must be True, False or None, got {lean!r}")
     if claim == "stride" and programs_per_sm == 0:
         raise ValueError("claim='stride' strides persistent programs over the blocks; it needs programs_per_sm > 0")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
@@ -1255,6 +1305,11 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if executor is None:
         executor = executor_rule(like.device, schedule, rows.device_tables(problem, like.device)[0])
     kernel = kernel_of(executor, pair)
+    lean = _lean_option(lean, executor, pair, schedule, problem, like, programs_per_sm, claim, tickets)
+    if lean:
+        programs_per_sm = PROGRAMS_PER_SM if programs_per_sm is None else programs_per_sm
+        claim = "stride"
+        block_rows = LEAN_BLOCK_ROWS if block_rows is None else block_rows
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:
@@ -1285,7 +1340,30 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if fuse_rows is None:
         fuse_rows = fuses_rows(executor, pair, rows.device_tables(problem, like.device)[0])
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
-                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim, fuse_rows)
+                    programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim, fuse_rows, lean)
+
+
+def _lean_option(lean, executor, pair, schedule, problem, like, programs_per_sm, claim, tickets) -> bool:
+    """prepare's `lean`, decided (None: runs_lean on the dataflow executor) and checked against the
+    other options: only the dataflow executor on a factor pair whose updates all land on a
+    diagonal, with striding programs and tickets of the joint DAG."""
+    if lean is False or (lean is None and (executor != "dataflow" or pair not in dags.FACTOR_PAIRS)):
+        return False
+    tables = rows.device_tables(problem, like.device)[0]
+    if lean is None:         # options that only the other kernel takes keep it
+        return (programs_per_sm != 0 and claim != "counter" and tickets != "schedule"
+                and runs_lean(schedule, problem.matrices, tables))
+    if executor != "dataflow" or pair not in dags.FACTOR_PAIRS:
+        raise ValueError(f"lean=True runs a factor pair on the dataflow executor, got {pair} on {executor!r}")
+    if not updates_only_diagonal(tables):
+        raise ValueError("lean=True needs a factor whose updates all land on the diagonal (as on the 5- and "
+                         "7-point grids); this pattern's do not")
+    if programs_per_sm == 0 or claim == "counter":
+        raise ValueError("the lean rows' programs stride over the blocks; they take neither programs_per_sm=0 "
+                         "nor claim='counter'")
+    if tickets == "schedule":
+        raise ValueError("the lean rows' blocks follow the joint DAG; tickets='schedule' is not theirs")
+    return True
 
 
 def sptrsv_spmv(L, A, b, schedule=None):
