@@ -675,7 +675,14 @@ def runs_lean(schedule, mats, tables) -> bool:
     ILU(0) 1.954 ms against 1.915, IC(0) 2.470 against 2.047. Its 2 000 levels of 500 rows are
     bound by each level's work on the critical path, 0.54 µs of a level's 0.93 as
     dev/sparse_fusion/diag_probe.py's copy of the lean rows stamped it (3D: 0.32 of 1.38;
-    figures/data/packed_pivots_stamps_*), and IC(0)'s square root and division sit on that path."""
+    figures/data/packed_pivots_stamps_*), and IC(0)'s square root and division sit on that path.
+    Other shapes of the lean rows on the 2D grid (2026-12-03, A/B in one process,
+    figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*), ms: 16 lanes a block beat the values
+    as flags on the ILU(0) in two calls, 1.881 against 1.943 and 1.796 against 1.930 / 1.926, but
+    not on the IC(0), 2.210 against 2.090; 4 lanes, 8 or 24 programs an SM and 32 lanes slower
+    (ILU(0) 2.19, 2.04, 2.15, 4.84). On the 3D grid 16 lanes were slower than 8 (ILU(0) 0.810
+    against 0.560, IC(0) 0.812 against 0.564). Not taken: a rule by level width and factor from
+    these two grids alone was not tried."""
     return LEAN_ROWS and bool(tables.factor) and _wide(schedule, mats) and updates_only_diagonal(tables)
 
 
