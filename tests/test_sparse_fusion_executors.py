@@ -2273,20 +2273,19 @@ def test_grid_steps_paths(name, pair, staged, across):
 # ---------------------------------------------------------------- the lean rows (updates only on diagonals)
 
 def test_lean_rows_premise():
-    """updates_only_diagonal: the 5- and 7-point grids (every update lands on a diagonal), for both
-    factors, in any order — an update of (i, j) through row k needs i, j, k pairwise adjacent, and
-    a grid's graph holds no triangle; not the 27-point grid, a band or a power-law graph, nor any
-    vector pair."""
-    from tiers.kernels.sparse_fusion_executors.lean import updates_only_diagonal
+    """RowTables.updates_only_diagonal: the 5- and 7-point grids (every update lands on a
+    diagonal), for both factors, in any order — an update of (i, j) through row k needs i, j, k
+    pairwise adjacent, and a grid's graph holds no triangle; not the 27-point grid, a band or a
+    power-law graph, nor any vector pair."""
     for A, want in ((sm.poisson2d(7), True), (sm.poisson3d(5), True), (sm.poisson3d(4, points=27), False),
                     (sm.banded_spd(40, 3), False), (sm.powerlaw_laplacian(60, 3, 1), False)):
         for pair in sd.FACTOR_PAIRS:
-            assert updates_only_diagonal(rows.row_tables(pair, A)) is want, (pair, A.shape)
-    assert not updates_only_diagonal(rows.row_tables("sptrsv_spmv", sm.tril_csr(sm.poisson2d(5)), sm.poisson2d(5)))
+            assert rows.row_tables(pair, A).updates_only_diagonal is want, (pair, A.shape)
+    assert not rows.row_tables("sptrsv_spmv", sm.tril_csr(sm.poisson2d(5)), sm.poisson2d(5)).updates_only_diagonal
     P = np.random.default_rng(3).permutation(49)
     shuffled = sd.csr(sm.poisson2d(7)[P][:, P])
     for pair in sd.FACTOR_PAIRS:
-        assert updates_only_diagonal(rows.row_tables(pair, shuffled))
+        assert rows.row_tables(pair, shuffled).updates_only_diagonal
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -141,6 +141,13 @@ def _sqrt(a):
 
 
 @triton.jit
+def ic_pivot(rest):
+    """IC(0)'s pivot l_ii = √rest where rest = a_ii − Σ_k l_ik² is positive; a non-positive rest is
+    kept as the pivot, for the wrapper to report as a breakdown after the run."""
+    return tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)
+
+
+@triton.jit
 def affine_fetch(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL,
                  STATIC: tl.constexpr, CHUNK: tl.constexpr):
     """Everything an affine iteration reads that no other iteration writes: where its entries
@@ -892,8 +899,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
         at_diag = tl.sum(tl.where(diag, loc, 0), 1)
         hit = (cols[None, :] == at_diag[:, None]) & (tl.max(diag.to(tl.int32), 1) > 0)[:, None]
         rest = _pick(w, hit, 1) - tl.sum(tl.where(inrow & ~hit, w * w, 0.0), 1)
-        # a non-positive pivot is stored as it is, for the wrapper to report after the run
-        w = tl.where(hit, tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)[:, None], w)
+        w = tl.where(hit, ic_pivot(rest)[:, None], w)
     tl.debug_barrier()                 # every copy of the row read before it is overwritten (factor_rows)
     tl.store(VAL + at, w, mask=inrow)
     return w, x
@@ -1023,6 +1029,21 @@ class RowTables:
     def walks(self) -> bool:
         """Whether some factor rows walk beside held ones (walked): the kernels' WALK."""
         return bool(self.held_shape[0]) and bool(self.walked.any())
+
+    @functools.cached_property
+    def updates_only_diagonal(self) -> bool:
+        """Factor pairs: whether every update of the factor lands on a diagonal entry (t3's lean
+        rows run only then) — ILU(0), every update pair's target is a pivot; IC(0), no entry off
+        the diagonal has a pair. On the 5- and 7-point grids in any order: an update of (i, j),
+        i ≠ j, through row k needs i, j and k pairwise adjacent, and a grid's graph holds no
+        triangle."""
+        if not self.factor:
+            return False
+        pivot = np.zeros(len(self.factor_pattern[1]), dtype=bool)
+        pivot[self.pivot_at] = True
+        if self.factor == ILU:
+            return bool(pivot[self.upd_a].all())
+        return bool((np.diff(self.upd_ptr)[~pivot] == 0).all())
 
     @functools.cached_property
     def held_pairs(self) -> int:

@@ -195,7 +195,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
-from tiers.kernels.sparse_fusion_executors.lean import lean_plan, run_lean, updates_only_diagonal
+from tiers.kernels.sparse_fusion_executors.lean import lean_plan, run_lean
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
                                                           _launch_claimed, _slots_from, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
@@ -669,7 +669,7 @@ LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block, when block_rows is 
 def runs_lean(schedule, mats, tables) -> bool:
     """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
-    (updates_only_diagonal: the 5- and 7-point grids, in any order) and the joint DAG's
+    (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order) and the joint DAG's
     levels hold at least WIDE_LEVELS iterations on average (_wide: the 3D grid's, not the 2D
     grid's). On the 2D grid 1000² (H200, 2026-12-03, the A/B of LEAN_ROWS) the lean rows lost:
     ILU(0) 1.954 ms against 1.915, IC(0) 2.470 against 2.047. Its 2 000 levels of 500 rows are
@@ -683,7 +683,7 @@ def runs_lean(schedule, mats, tables) -> bool:
     (ILU(0) 2.19, 2.04, 2.15, 4.84). On the 3D grid 16 lanes were slower than 8 (ILU(0) 0.810
     against 0.560, IC(0) 0.812 against 0.564). Not taken: a rule by level width and factor from
     these two grids alone was not tried."""
-    return LEAN_ROWS and bool(tables.factor) and _wide(schedule, mats) and updates_only_diagonal(tables)
+    return LEAN_ROWS and bool(tables.factor) and _wide(schedule, mats) and tables.updates_only_diagonal
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
@@ -1362,7 +1362,7 @@ def _lean_option(lean, executor, pair, schedule, problem, like, programs_per_sm,
                 and runs_lean(schedule, problem.matrices, tables))
     if executor != "dataflow" or pair not in dags.FACTOR_PAIRS:
         raise ValueError(f"lean=True runs a factor pair on the dataflow executor, got {pair} on {executor!r}")
-    if not updates_only_diagonal(tables):
+    if not tables.updates_only_diagonal:
         raise ValueError("lean=True needs a factor whose updates all land on the diagonal (as on the 5- and "
                          "7-point grids); this pattern's do not")
     if programs_per_sm == 0 or claim == "counter":

@@ -36,7 +36,7 @@ from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import _launch_claimed
 from tiers.kernels.sparse_fusion_executors.tickets import fused_rows, ticket_blocks
-from tiers.kernels.sparse_rows import ILU, SENTINEL, SENTINEL_BITS, _div, _pending, _sqrt
+from tiers.kernels.sparse_rows import ILU, SENTINEL, SENTINEL_BITS, _div, _pending, ic_pivot
 from tiers.validation import interpreting
 
 FAC, SOL = 1, 2             # a lane's parts: its factor row, its solve row
@@ -128,7 +128,7 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
         x = r
     else:
         rest = a_ii - tl.sum(tl.where(m, l_ik * l_ik, 0.0), 1)
-        piv = tl.where(rest > 0, _sqrt(tl.where(rest > 0, rest, 1.0)), rest)   # a breakdown keeps its pivot
+        piv = ic_pivot(rest)
         x = _div(r, piv)
     _store_pair(PX, i, piv, x, part, PTX)
     fac = (part & 1) != 0
@@ -160,27 +160,12 @@ def _lean(ROW, PART, DP, LP, LK, LQ, VAL, B, LU, X, PX, N_BLK, R: tl.constexpr, 
         t += P
 
 
-def updates_only_diagonal(tables) -> bool:
-    """Whether every update of the pair's factor lands on a diagonal entry (the lean rows' premise):
-    ILU(0), every update pair's target is a pivot; IC(0), no entry off the diagonal has a pair."""
-    if not tables.factor:
-        return False
-    pivot = np.zeros(len(tables.factor_pattern[1]), dtype=bool)
-    pivot[tables.pivot_at] = True
-    if tables.factor == ILU:
-        return bool(pivot[tables.upd_a].all())
-    pairs = np.diff(tables.upd_ptr)
-    return bool((pairs[~pivot] == 0).all())
-
-
 def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     """(blocks, the tables on the device, CH, fused rows): ticket_blocks' blocks (ties `ties`) of
     the joint DAG, with fuse_rows the rows the schedule fuses merged (fused_rows), as lanes of R
     (ROW, PART: FAC | SOL, DP: the pivot's position) and CH lower entries a lane (LP, LK, LQ; −1
-    padding). Depends on the pattern only."""
-    if not updates_only_diagonal(tables):
-        raise ValueError("the lean rows need a factor whose updates all land on the diagonal "
-                         "(updates_only_diagonal)")
+    padding), for a pattern whose updates all land on a diagonal (RowTables.updates_only_diagonal,
+    which prepare checks). Depends on the pattern only."""
     n1 = tables.n1
     blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, fuse_rows, ties=ties)[:2]
     fuse = fused_rows(schedule, mats) if fuse_rows else np.full(n1, -1)
@@ -188,26 +173,25 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], np.diff(blk_ptr)) + np.arange(len(seq))
     row = np.where(seq < n1, seq, seq - n1)
     part = np.where(seq < n1, FAC | np.where(fuse[np.minimum(seq, n1 - 1)] >= 0, SOL, 0), SOL)
+    # each row's lower entries, which come first in its sorted row: position, column and (ILU(0))
+    # the position of (k, i), which the step's one update pair reads (its target is (i, i))
     indptr, indices = (np.asarray(a, dtype=np.int64) for a in tables.factor_pattern)
     owner = dags.row_ids(indptr)
     low = np.flatnonzero(indices < owner)
-    r, k = owner[low], indices[low]
-    c = low - indptr[r]                              # lower entries come first in a sorted row
+    r, c = owner[low], low - indptr[owner[low]]
     CH = max(1, triton.next_power_of_2(int(np.bincount(r, minlength=n1).max(initial=0))))
+    by_row = {name: np.full((n1, CH), -1, np.int64) for name in ("lp", "lk", "lq")}
+    by_row["lp"][r, c], by_row["lk"][r, c] = low, indices[low]
+    if tables.factor == ILU:
+        up = tables.upd_ptr.astype(np.int64)
+        paired = up[low + 1] > up[low]
+        by_row["lq"][r[paired], c[paired]] = tables.upd_b[up[low[paired]]]
     S = B * R
     host = {"row": np.full(S, -1, np.int64), "part": np.zeros(S, np.int64), "dp": np.zeros(S, np.int64)}
     host["row"][slot], host["part"][slot], host["dp"][slot] = row, part, tables.pivot_at[row]
-    where = np.full(n1, -1, np.int64)                # each row's lanes: a row may have two (apart)
-    ent = {name: np.full((S, CH), -1, np.int64) for name in ("lp", "lk", "lq")}
-    q = dags._positions(indptr, indices, (n1, n1), k, r) if tables.factor == ILU else low
-    for lanes in (slot[part != SOL], slot[part == SOL]):
-        where[:] = -1
-        where[host["row"][lanes]] = lanes
-        at = where[r]
-        has = at >= 0
-        for name, val in (("lp", low), ("lk", k), ("lq", q)):
-            ent[name][at[has], c[has]] = val[has]
-    host.update(ent)
+    for name, t in by_row.items():           # a row apart from its solve row has two lanes
+        host[name] = np.full((S, CH), -1, np.int64)
+        host[name][slot] = t[row]
     dev = rows.to_device({k: v.ravel().astype(np.int32) for k, v in host.items()}, device)
     return B, dev, CH, int((part == FAC | SOL).sum())
 

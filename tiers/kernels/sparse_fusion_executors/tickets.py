@@ -72,7 +72,7 @@ TICKETS = ("dag", "alap", "mid", "schedule")
 def cut_blocks(keys, R: int, alone=None):
     """(block, lane) of items already sorted by key, cut into blocks: a new block at each change
     of key, around each item of `alone` (a mask: a block of its own), and every R items within
-    a run — how ticket_blocks and the chain executor's bundles (chains._chain_heads) cut theirs."""
+    a run — how ticket_blocks and the chain executor's blocks (chains._block_heads) cut theirs."""
     m = len(keys)
     start = np.ones(m, dtype=bool)
     start[1:] = keys[1:] != keys[:-1]
