@@ -1177,7 +1177,8 @@ def test_factor_executor_rule():
     assert data == {**flags, "fuse_rows": None} and flags["fuse_rows"] is t3.FUSE_ROWS    # None: fuses_rows
     assert "fuse_rows" in t3.tunable("dataflow", "spilu0_sptrsv") and "fuse_rows" not in t3.tunable("dataflow")
     b = np.random.default_rng(2).standard_normal(36)
-    run = t3.prepare("spilu0_sptrsv", sm.poisson2d(6), like=_vector(b, "float64"), executor="dataflow")
+    run = t3.prepare("spilu0_sptrsv", sm.poisson2d(6), like=_vector(b, "float64"), executor="dataflow",
+                     lean=False)         # else the lean rows (runs_lean)
     assert run.data and run.programs_per_sm == t3.FLAG_PROGRAMS_PER_SM and run.claim == "counter"
     assert run.fuse_rows is t3.FUSE_ROWS and not run.tables.walks
 
@@ -1532,7 +1533,7 @@ def test_register_cap_rule(name, pair, grid):
     mats = operands(pair, A)
     v = _vector(np.random.default_rng(_seed("cap", name, pair)).standard_normal(mats[0].shape[0]), "float64")
     for executor in ("dataflow", "syncfree"):
-        run = t3.prepare(pair, *mats, like=v, executor=executor)
+        run = t3.prepare(pair, *mats, like=v, executor=executor, lean=False)
         W = run.tables.held(run.block_rows)[0]
         assert rows.grid_layout(run.tables.held(run.block_rows)) == grid and W > 0
         want = t3.GRID_REGISTERS[run.tables.factor] if grid and executor == "dataflow" else 0
@@ -1559,18 +1560,21 @@ def test_slots_read_the_input_at_its_address(dtype):
 
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
-def test_factor_calls_keep_their_outputs(pair):
+@pytest.mark.parametrize("lean", [False, True])
+def test_factor_calls_keep_their_outputs(pair, lean):
     """A prepared factor pair called with two vectors (four calls on CUDA) returns each call's own
     results: on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA
     graph (replays_graph) whose buffers every call rewrites, so what it returns must be copies,
     and which reads each call's input at the address the call stores (a strided vector's
     contiguous copy in the fourth). In the interpreter every call runs eagerly, and more calls
-    would add nothing."""
-    mats = operands(pair, matrix("poisson3d_27", 27, 2))
+    would add nothing. The values as flags on the 27-point grid, the lean rows (whose graph holds a
+    cooperative launch) on the 7-point grid."""
+    mats = operands(pair, matrix("poisson3d", 64, 2) if lean else matrix("poisson3d_27", 27, 2))
     rng = np.random.default_rng(_seed("graph", pair))
     bs = [rng.standard_normal(mats[0].shape[0]) for _ in range(2)]
-    refs = [_reference(pair, mats, b, "float64", ("graph", pair, i)) for i, b in enumerate(bs)]
-    run = t3.prepare(pair, *mats, like=_vector(bs[0], "float64"), executor="dataflow")
+    refs = [_reference(pair, mats, b, "float64", ("graph", pair, lean, i)) for i, b in enumerate(bs)]
+    run = t3.prepare(pair, *mats, like=_vector(bs[0], "float64"), executor="dataflow", lean=lean)
+    assert run.lean is lean
     assert t3.replays_graph(run) == (DEVICE == "cuda")
     first = run(_vector(bs[0], "float64"))
     assert run.graph is None
@@ -1707,7 +1711,7 @@ def test_breakdown_row_is_t0s(name, size, pair, how, seed, monkeypatch):
     if how == "first":
         assert row == "0"
     v = _vector(b, "float64")
-    run = t3.prepare(pair, A, like=v, executor="dataflow")
+    run = t3.prepare(pair, A, like=v, executor="dataflow", lean=False)    # the lean rows' own test is below
     assert run.data
     if name == "powerlaw_laplacian":
         assert run.tables.walks, "the case must walk some rows beside held ones"
@@ -1777,7 +1781,7 @@ def test_factor_executors_property(gen, size, seed, pair, kind, executor, R, fus
         ref = _reference(pair, mats, b, dtype, ("factor_property", gen, size, seed, pair, dtype))
         v = _vector(b, dtype)
         run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor=executor,
-                         block_rows=R, fuse_rows=fuse)
+                         block_rows=R, fuse_rows=fuse, lean=False)
         assert run.data == (executor == "dataflow")
         _check(run(v), ref, pair, mats, dtype, f"{executor} {kind} R={R} fuse={fuse} share={share}")
 
@@ -1911,7 +1915,7 @@ def test_dataflow_factor_blocks_widen_on_wide_levels(pair, monkeypatch):
     for bound, want in ((1, t3.WIDE_FACTOR_BLOCK_ROWS), (1 << 40, t3.FACTOR_BLOCK_ROWS)):
         monkeypatch.setattr(t3, "WIDE_LEVELS", bound)
         assert t3._wide(s, (A,)) == (bound == 1)
-        assert t3.prepare(pair, A, like=like, schedule=s, executor="dataflow").block_rows == want
+        assert t3.prepare(pair, A, like=like, schedule=s, executor="dataflow", lean=False).block_rows == want
         assert t3.prepare(pair, A, like=like, schedule=s, executor="syncfree").block_rows == t3.FACTOR_BLOCK_ROWS
     monkeypatch.setattr(t3, "WIDE_LEVELS", 1)
     t27 = sm.poisson3d(3, points=27)
@@ -2286,6 +2290,14 @@ def test_lean_rows_premise():
     shuffled = sd.csr(sm.poisson2d(7)[P][:, P])
     for pair in sd.FACTOR_PAIRS:
         assert rows.row_tables(pair, shuffled).updates_only_diagonal
+    # a graph replay puts the sentinel back in every entry a step rewrites (rows.factor_out), which
+    # the lean rows must then write again on every call: they write each row's lower entries and pivot
+    for A in (sm.poisson2d(7), sm.poisson3d(5), shuffled):
+        for pair in sd.FACTOR_PAIRS:
+            t = rows.row_tables(pair, A)
+            indptr, indices = (np.asarray(a) for a in t.factor_pattern)
+            written = np.flatnonzero(indices <= sd.row_ids(indptr))
+            assert np.isin(t.rewritten, written).all(), (pair, A.shape)
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -2306,15 +2318,17 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype):
     assert run.lean and not run.data and run.claim == "stride" and run.block_rows == R
     merged = t3.fused_rows(s, mats)
     assert run.fused == (int((merged >= 0).sum()) if fuse else 0)
-    for call in range(2):
+    for call in range(3 if DEVICE == "cuda" else 2):        # on CUDA the 2nd captures a graph, the 3rd replays it
         _check(run(v), ref, pair, mats, dtype, f"lean {kind} R={R} fuse={fuse} call {call}")
+    assert (run.graph is not None) == (DEVICE == "cuda")
 
 
 def test_lean_rows_rule(monkeypatch):
     """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
-    runs_lean says so: updates only on diagonals and levels of WIDE_LEVELS iterations on average —
-    the 3D grid's and not the 2D grid's at the benchmark sizes; here WIDE_LEVELS is lowered to the
-    small grids' widths. The defaults it takes: striding programs, LEAN_BLOCK_ROWS, fused rows."""
+    runs_lean says so: updates only on diagonals and, for IC(0), levels of WIDE_LEVELS iterations
+    on average — the 3D grid's and not the 2D grid's at the benchmark sizes; here WIDE_LEVELS is
+    lowered to the small grids' widths. The defaults it takes: striding programs, fused rows, and
+    lean_block_rows' lanes a block (LEAN_BLOCK_ROWS on wide levels, NARROW_LEAN_BLOCK_ROWS else)."""
     A3, A2, A27 = sm.poisson3d(8), sm.poisson2d(12), sm.poisson3d(5, points=27)
     depth = {}
     for name, A in (("3d", A3), ("2d", A2)):
@@ -2323,15 +2337,15 @@ def test_lean_rows_rule(monkeypatch):
     assert depth["3d"] > depth["2d"]
     monkeypatch.setattr(t3, "WIDE_LEVELS", (depth["3d"] + depth["2d"]) / 2)
     for pair in sd.FACTOR_PAIRS:
-        for A, want in ((A3, True), (A2, False), (A27, False)):
+        for A, want in ((A3, True), (A2, pair == "spilu0_sptrsv"), (A27, False)):
             v = _vector(np.random.default_rng(_seed("rule", pair, A.shape)).standard_normal(A.shape[0]), "float64")
             s = fs.inspect(pair, A, kind="sparse_fusion")
             assert t3.runs_lean(s, (A,), rows.row_tables(pair, A)) is want
             run = t3.prepare(pair, A, like=v, schedule=s, executor="dataflow")
             assert run.lean is want and run.data is not want
             if want:
-                assert (run.block_rows, run.programs_per_sm, run.claim) == (t3.LEAN_BLOCK_ROWS, t3.PROGRAMS_PER_SM,
-                                                                              "stride")
+                R = t3.LEAN_BLOCK_ROWS if A is A3 else t3.NARROW_LEAN_BLOCK_ROWS
+                assert (run.block_rows, run.programs_per_sm, run.claim) == (R, t3.PROGRAMS_PER_SM, "stride")
                 assert run.fuse_rows and run.fused > 0
             # options only the values-as-flags kernel takes keep it
             for kw in ({"claim": "counter"}, {"programs_per_sm": 0}, {"tickets": "schedule"}):
@@ -2372,6 +2386,7 @@ def test_lean_rows_breakdown_row_is_t0s(name, size, pair, how, seed):
         registry.get("sparse_fusion", "t0_numpy", pair)(A, b)
     row = re.search(r"breaks down in row (\d+)", str(want.value)).group(1)
     run = t3.prepare(pair, A, like=_vector(b, "float64"), executor="dataflow", lean=True)
-    for call in range(2):
+    for call in range(3 if DEVICE == "cuda" else 2):        # on CUDA the calls after the first replay a graph
         with pytest.raises(ValueError, match=rf"breaks down in row {row}: pivot"):
             run(_vector(b, "float64"))
+    assert (run.graph is not None) == (DEVICE == "cuda")

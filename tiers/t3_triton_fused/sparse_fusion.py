@@ -109,7 +109,9 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   its pivot and x_k, so one lane runs a row, fused with its solve row where the schedule fuses
   them, and each row stores its pivot and x side by side in one vector store, which its
   successors poll by one load a pair (kernels/sparse_fusion_executors/lean.py). On the 3D grid,
-  whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid not.
+  whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid, by 16
+  lanes a block, 6–8 % on ILU(0) and not on IC(0), which keeps the values as flags there. Their
+  calls replay a CUDA graph too (LEAN_GRAPHS).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -195,7 +197,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
-from tiers.kernels.sparse_fusion_executors.lean import lean_plan, run_lean
+from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, run_lean
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
                                                           _launch_claimed, _slots_from, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
@@ -663,27 +665,38 @@ were bimodal, 0.49 and 0.61 for both kernels), float32 0.412 / 0.411 against 0.5
 block instead of 8 slower (0.552, float32 0.433 / 0.433). Wavefront schedule: ILU(0) 0.614
 against 0.779, IC(0) 0.600 against 0.785. Package CLI, the same call (table_h200_ac_*): ILU(0)
 0.500 ms, 4.99× cuSPARSE (was 4.05×), IC(0) 0.493, 5.16× (was 4.23×), float32 5.94× / 5.88×."""
-LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block, when block_rows is not given
+LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when block_rows is not given
+NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_block_rows)
 
 
 def runs_lean(schedule, mats, tables) -> bool:
     """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
-    (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order) and the joint DAG's
-    levels hold at least WIDE_LEVELS iterations on average (_wide: the 3D grid's, not the 2D
-    grid's). On the 2D grid 1000² (H200, 2026-12-03, the A/B of LEAN_ROWS) the lean rows lost:
-    ILU(0) 1.954 ms against 1.915, IC(0) 2.470 against 2.047. Its 2 000 levels of 500 rows are
-    bound by each level's work on the critical path, 0.54 µs of a level's 0.93 as
+    (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
+    hub), no row is longer than CHUNK (a lane holds its row's lower entries) and either the
+    joint DAG's levels hold at least WIDE_LEVELS iterations on average (_wide: the 3D grid's, not
+    the 2D grid's) or the factor is ILU(0). The lean rows run narrow levels by 16 lanes a block
+    (lean_block_rows). On the 2D grid 1000² (H200, 2026-12-03, A/B in one process, 5 rotated
+    rounds, sparse-fusion schedule) the ILU(0) by 16 lanes beat the values as flags in three
+    calls, ms: 1.881 against 1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*,
+    ab_lean_wide_blocks_*, both calls launching the lean rows as they came) and, replaying their
+    graph (LEAN_GRAPHS), 1.796 against 1.962 (lean_graph_ab_*); the IC(0) lost in every call, 2.210
+    against 2.090 and 2.166 against 2.081, and by 8 lanes 2.470 against 2.047 and 2.490 against
+    2.081: its square root and division sit on each level's critical path, which on this grid's 2
+    000 levels of 500 rows is a level's work, 0.54 µs of a level's 0.93 as
     dev/sparse_fusion/diag_probe.py's copy of the lean rows stamped it (3D: 0.32 of 1.38;
-    figures/data/packed_pivots_stamps_*), and IC(0)'s square root and division sit on that path.
-    Other shapes of the lean rows on the 2D grid (2026-12-03, A/B in one process,
-    figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*), ms: 16 lanes a block beat the values
-    as flags on the ILU(0) in two calls, 1.881 against 1.943 and 1.796 against 1.930 / 1.926, but
-    not on the IC(0), 2.210 against 2.090; 4 lanes, 8 or 24 programs an SM and 32 lanes slower
-    (ILU(0) 2.19, 2.04, 2.15, 4.84). On the 3D grid 16 lanes were slower than 8 (ILU(0) 0.810
-    against 0.560, IC(0) 0.812 against 0.564). Not taken: a rule by level width and factor from
-    these two grids alone was not tried."""
-    return LEAN_ROWS and bool(tables.factor) and _wide(schedule, mats) and tables.updates_only_diagonal
+    figures/data/packed_pivots_stamps_*). On the 2D ILU(0), 8 lanes (1.954, 1.989 graphed), 4
+    lanes, 8 or 24 programs an SM and 32 lanes were slower (2.19, 2.04, 2.15, 4.84); on the 3D
+    grid 16 lanes were slower than 8 (ILU(0) 0.810 against 0.560, IC(0) 0.812 against 0.564; 0.785
+    against 0.544 graphed)."""
+    return (LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.longest <= CHUNK
+            and (_wide(schedule, mats) or tables.factor == rows.ILU))
+
+
+def lean_block_rows(schedule, mats) -> int:
+    """The lean rows' lanes a block when block_rows is not given: LEAN_BLOCK_ROWS on wide levels
+    (_wide), NARROW_LEAN_BLOCK_ROWS on narrow ones (measured in runs_lean)."""
+    return LEAN_BLOCK_ROWS if _wide(schedule, mats) else NARROW_LEAN_BLOCK_ROWS
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
@@ -946,10 +959,27 @@ against 1.310 / 1.325)."""
 
 def replays_graph(run) -> bool:
     """Whether this Prepared's calls after its first replay a CUDA graph (GRAPHS): a factor pair on
-    the dataflow executor, on a CUDA device, one program per block (a cooperative launch, which
-    striding programs take, is not captured)."""
-    return (GRAPHS and run.data and run.values.device.type == "cuda" and not interpreting()
-            and run.programs_per_sm == 0)
+    the dataflow executor, on a CUDA device, by the lean rows (LEAN_GRAPHS) or by the values as
+    flags with one program per block."""
+    if not GRAPHS or run.values.device.type != "cuda" or interpreting():
+        return False
+    return LEAN_GRAPHS if run.lean else run.data and run.programs_per_sm == 0
+
+
+LEAN_GRAPHS = True
+"""The lean rows' calls replay a graph too (replays_graph, _capture): their striding programs'
+cooperative launch is captured like any other, after the launch that fills [b | x | the pairs]
+(lean_slots); each replay is followed by rows.factor_out as for the values as flags (it puts the
+sentinel back in entries the lean rows rewrite anyway and read never). Before, a call cloned A's
+values and launched the kernels as it came, and the host's work sat between one call's pivot
+read and the next call's kernel. Measured on an H200 (2026-12-03, A/B in one process, the same
+plan graphed and launched as it comes, beside the values as flags, 5 rotated rounds, every
+output checked first; figures/data/lean_graph_ab_*), ms, graphed / as it came / values as flags:
+3D ILU(0) 0.544 / 0.723 / 0.649, IC(0) 0.524 / 0.670 / 0.628, float32 ILU(0) 0.451 / 0.576 /
+0.530, wavefront IC(0) 0.609 / 0.702 / 0.785; 2D ILU(0) by 16 lanes 1.796 / 1.900 / 1.962. The
+rounds launched as they came spread widely (3D ILU(0) 0.66–0.75, against 0.542–0.550 graphed),
+and that call's were slower than the day's earlier ones (0.500): the host's share of a call is
+what a process and a host's load move."""
 
 
 class _Graph(NamedTuple):
@@ -989,7 +1019,8 @@ def _capture(run, vector):
     were); after each replay rows.factor_out puts the sentinel back where the steps write
     (RowTables.rewritten: 4M of the 3D grid's 7M entries) as it copies the factor out."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
-    val = run.data_template.clone()
+    # the lean rows write every entry a step rewrites, each call, and read none of them
+    val = run.values.clone() if run.lean else run.data_template.clone()
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device)),
                                 lambda: rows.entry_marks(run.tables, val.device))
@@ -998,10 +1029,15 @@ def _capture(run, vector):
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
     with torch.cuda.graph(graph), buffers.poisoned(False):
-        own = run.values.clone() if _works_in_own(run) else run.values
-        vec = _slots_from(vector, run.tables.vec_len, address=address)
-        flag.zero_()
-        _run_syncfree(run, val, vec, own)
+        if run.lean:
+            vec = lean_slots(vector, address=address)
+            flag.zero_()
+            launch_lean(run, val, vec)
+        else:
+            own = run.values.clone() if _works_in_own(run) else run.values
+            vec = _slots_from(vector, run.tables.vec_len, address=address)
+            flag.zero_()
+            _run_syncfree(run, val, vec, own)
     return _Graph(graph, address.numpy(), val, vec, marks, flag)
 
 
@@ -1156,6 +1192,7 @@ class Prepared:
         self.fuse_rows, self.lean = fuse_rows, lean
         self.tables, self.dev = rows.device_tables(problem, device)
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
+        self.graph, self.eager_calls = None, 0      # a factor pair's graph, captured by its second call (_graphed)
         if lean:
             self.plan = schedule.cached(("t3_lean", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: lean_plan(schedule, problem.matrices, self.tables, block_rows, tickets,
@@ -1193,8 +1230,6 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
-            self.graph = None                   # the call as a CUDA graph, captured by the second (_graphed)
-            self.eager_calls = 0
             self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device))
@@ -1223,14 +1258,13 @@ class Prepared:
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
 
     def __call__(self, vector):
-        if self.lean:
-            rows.check_vector(self.tables, vector, self.values)
-            return run_lean(self, vector)
-        if self.data:
+        if self.data or self.lean:
             rows.check_vector(self.tables, vector, self.values)
             if self.graph is not None or (self.eager_calls and replays_graph(self)):
                 return _graphed(self, vector)
             self.eager_calls += 1
+            if self.lean:
+                return run_lean(self, vector)
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
@@ -1273,7 +1307,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     then runs them apart); lean, whether the dataflow executor runs a factor pair by the lean
     rows (tiers/kernels/sparse_fusion_executors/lean.py: only where every update lands on a
     diagonal; None: runs_lean), whose programs stride (programs_per_sm None: PROGRAMS_PER_SM;
-    block_rows None: LEAN_BLOCK_ROWS) and poll without a nap (nap_ns is not theirs)."""
+    block_rows None: lean_block_rows) and poll without a nap (nap_ns is not theirs)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1316,7 +1350,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if lean:
         programs_per_sm = PROGRAMS_PER_SM if programs_per_sm is None else programs_per_sm
         claim = "stride"
-        block_rows = LEAN_BLOCK_ROWS if block_rows is None else block_rows
+        block_rows = lean_block_rows(schedule, problem.matrices) if block_rows is None else block_rows
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:

@@ -27,16 +27,14 @@ resident, a cooperative launch) and read block t + 2P's tables and block t + P's
 block t waits."""
 
 import numpy as np
-import torch
 import triton
 import triton.language as tl
 
-from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_fusion_executors.launch import _launch_claimed
+from tiers.kernels.sparse_fusion_executors.launch import _launch_claimed, _slots_from
 from tiers.kernels.sparse_fusion_executors.tickets import fused_rows, ticket_blocks
-from tiers.kernels.sparse_rows import ILU, SENTINEL, SENTINEL_BITS, _div, _pending, ic_pivot
+from tiers.kernels.sparse_rows import ILU, SENTINEL, _div, _pending, ic_pivot
 from tiers.validation import interpreting
 
 FAC, SOL = 1, 2             # a lane's parts: its factor row, its solve row
@@ -196,20 +194,31 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     return B, dev, CH, int((part == FAC | SOL).sum())
 
 
-def run_lean(run, vector):
-    """One call of the lean rows (run: a Prepared with a lean plan): the factor (A's values where
-    no row writes), x and the pairs, then the results and their pivots' test (rows.results)."""
+def lean_slots(vector, address=None):
+    """One call's VEC of the lean rows, [b | x | the pairs] (4n entries; x where RowTables.out_at
+    puts a factor pair's vector result): the input, then the sentinel, written by one kernel
+    (_slots_from; with `address`, the input read where it says, as t3's graph replays do)."""
+    return _slots_from(vector, 4 * vector.shape[0], address=address)
+
+
+def launch_lean(run, lu, vec):
+    """The lean rows' launch (run: a Prepared with a lean plan) on LU (A's values wherever no row
+    writes) and VEC (lean_slots)."""
     B, dev, CH, _ = run.plan
-    t = run.tables
-    n = t.n1
-    lu = run.values.clone()
-    x = buffers.empty((n,), dtype=vector.dtype, device=vector.device)
-    px = torch.empty(2 * n, dtype=vector.dtype, device=vector.device)
-    px.view(SENTINEL_BITS[vector.dtype]).fill_(SENTINEL[vector.dtype])
+    n = run.tables.n1
     if B:
         _launch_claimed(_lean, run, B,
                         (dev["row"], dev["part"], dev["dp"], dev["lp"], dev["lk"], dev["lq"], run.values,
-                         vector.contiguous(), lu, x, px, B),
-                        dict(R=run.block_rows, CH=CH, SENT=SENTINEL[vector.dtype], FACTOR=t.factor,
+                         vec[:n], lu, vec[n:2 * n], vec[2 * n:], B),
+                        dict(R=run.block_rows, CH=CH, SENT=SENTINEL[vec.dtype], FACTOR=run.tables.factor,
                              PTX=not interpreting(), num_warps=1))
-    return rows.results(t, run.dev, lu, (x,))
+
+
+def run_lean(run, vector):
+    """One call of the lean rows, launched as it comes (t3 replays a graph of it after the first,
+    replays_graph): the factor (A's values where no row writes), x and the pairs, then the results
+    and their pivots' test (rows.results)."""
+    lu = run.values.clone()
+    vec = lean_slots(vector.contiguous())
+    launch_lean(run, lu, vec)
+    return rows.results(run.tables, run.dev, lu, rows.vector_outs(run.tables, vec))
