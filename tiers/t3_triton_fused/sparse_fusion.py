@@ -976,10 +976,12 @@ read and the next call's kernel. Measured on an H200 (2026-12-03, A/B in one pro
 plan graphed and launched as it comes, beside the values as flags, 5 rotated rounds, every
 output checked first; figures/data/lean_graph_ab_*), ms, graphed / as it came / values as flags:
 3D ILU(0) 0.544 / 0.723 / 0.649, IC(0) 0.524 / 0.670 / 0.628, float32 ILU(0) 0.451 / 0.576 /
-0.530, wavefront IC(0) 0.609 / 0.702 / 0.785; 2D ILU(0) by 16 lanes 1.796 / 1.900 / 1.962. The
-rounds launched as they came spread widely (3D ILU(0) 0.66–0.75, against 0.542–0.550 graphed),
-and that call's were slower than the day's earlier ones (0.500): the host's share of a call is
-what a process and a host's load move."""
+0.530, wavefront IC(0) 0.609 / 0.702 / 0.785; 2D ILU(0) by 16 lanes 1.796 / 1.900 / 1.962; in a
+second process on a fresh machine (lean_graph_ab2_*) 3D ILU(0) 0.515 / 0.509 / 0.609, IC(0)
+0.529 / 0.555 / 0.620. The rounds launched as they came spread widely (3D ILU(0) 0.66–0.75 in the
+first process, 0.51–0.68 in the second), the graph's little (0.51–0.55): the graph is as fast as
+the eager call's best rounds, and the host's share of a call, which a process and the host's
+load move, is out of it."""
 
 
 class _Graph(NamedTuple):
@@ -1014,10 +1016,12 @@ def _graphed(run, vector):
 
 def _capture(run, vector):
     """_Graph of one call's launches (none run here), reading the vector at the address that each
-    call stores in pinned host memory. Its factor buffer starts as the sentinel template and
-    keeps, from call to call, A's values wherever no step writes (every call leaves them as they
-    were); after each replay rows.factor_out puts the sentinel back where the steps write
-    (RowTables.rewritten: 4M of the 3D grid's 7M entries) as it copies the factor out."""
+    call stores in pinned host memory. The lean rows' graph (LEAN_GRAPHS) holds lean_slots' fill
+    and their launch, its factor buffer starting as A's values. Otherwise its factor buffer
+    starts as the sentinel template. Either keeps, from call to call, A's values wherever no step
+    writes (every call leaves them as they were); after each replay rows.factor_out puts the
+    sentinel back where the steps write (RowTables.rewritten: 4M of the 3D grid's 7M entries) as
+    it copies the factor out, and the lean rows write all of those again."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
     # the lean rows write every entry a step rewrites, each call, and read none of them
     val = run.values.clone() if run.lean else run.data_template.clone()
