@@ -110,7 +110,7 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   them, and each row stores its pivot and x side by side in one vector store, which its
   successors poll by one load a pair (kernels/sparse_fusion_executors/lean.py). On the 3D grid,
   whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid, by 16
-  lanes a block, 6–8 % on ILU(0) and not on IC(0), which keeps the values as flags there. Their
+  lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
   calls replay a CUDA graph too (LEAN_GRAPHS).
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
@@ -673,24 +673,25 @@ def runs_lean(schedule, mats, tables) -> bool:
     """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
-    hub), no row is longer than CHUNK (a lane holds its row's lower entries) and either the
-    joint DAG's levels hold at least WIDE_LEVELS iterations on average (_wide: the 3D grid's, not
-    the 2D grid's) or the factor is ILU(0). The lean rows run narrow levels by 16 lanes a block
-    (lean_block_rows). On the 2D grid 1000² (H200, 2026-12-03, A/B in one process, 5 rotated
-    rounds, sparse-fusion schedule) the ILU(0) by 16 lanes beat the values as flags in three
-    calls, ms: 1.881 against 1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*,
-    ab_lean_wide_blocks_*, both calls launching the lean rows as they came) and, replaying their
-    graph (LEAN_GRAPHS), 1.796 against 1.962 (lean_graph_ab_*); the IC(0) lost in every call, 2.210
-    against 2.090 and 2.166 against 2.081, and by 8 lanes 2.470 against 2.047 and 2.490 against
-    2.081: its square root and division sit on each level's critical path, which on this grid's 2
-    000 levels of 500 rows is a level's work, 0.54 µs of a level's 0.93 as
-    dev/sparse_fusion/diag_probe.py's copy of the lean rows stamped it (3D: 0.32 of 1.38;
-    figures/data/packed_pivots_stamps_*). On the 2D ILU(0), 8 lanes (1.954, 1.989 graphed), 4
-    lanes, 8 or 24 programs an SM and 32 lanes were slower (2.19, 2.04, 2.15, 4.84); on the 3D
-    grid 16 lanes were slower than 8 (ILU(0) 0.810 against 0.560, IC(0) 0.812 against 0.564; 0.785
-    against 0.544 graphed)."""
-    return (LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.longest <= CHUNK
-            and (_wide(schedule, mats) or tables.factor == rows.ILU))
+    hub) and no row is longer than CHUNK (a lane holds its row's lower entries). Narrow levels
+    take 16 lanes a block (lean_block_rows). Measured on an H200 (2026-12-03, A/B in one process,
+    5 rotated rounds, sparse-fusion schedule, every output checked first), ms:
+      2D grid 1000², ILU(0) by 16 lanes against the values as flags, three calls: 1.881 against
+        1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*,
+        the lean rows launched as they came), and, replaying their graph (LEAN_GRAPHS), 1.796
+        against 1.962 (lean_graph_ab_*); float32 1.620 against 1.732, wavefront 1.928 against
+        2.595, LBC 1.979 against 2.658 (ab_lean_rule2d_*). By 8 lanes 1.954 and 1.989 graphed; 4
+        lanes, 8 or 24 programs an SM and 32 lanes slower (2.19, 2.04, 2.15, 4.84);
+      2D grid, IC(0): by 16 lanes it lost while its pair held l_ii (2.210 against 2.090, 2.166
+        against 2.081; by 8 lanes 2.470 against 2.047): its square root and two divisions sat on
+        each level's critical path, which on this grid's 2 000 levels of 500 rows is a level's
+        work, 0.54 µs of a level's 0.93 as dev/sparse_fusion/diag_probe.py's copy of the lean rows
+        stamped it (3D: 0.32 of 1.38; figures/data/packed_pivots_stamps_*). With 1/l_ii in the pair
+        (lean.py's docstring) it wins: 1.611 against 2.117, float32 1.622 against 1.926
+        (ic_rsqrt_ab_*);
+      3D grid: 16 lanes slower than 8 (ILU(0) 0.810 against 0.560, IC(0) 0.812 against 0.564;
+        0.785 against 0.544 graphed)."""
+    return LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.longest <= CHUNK
 
 
 def lean_block_rows(schedule, mats) -> int:

@@ -18,6 +18,15 @@ trip after the first, whatever order they were stored in: the 3D grid's hop on t
 was 1.25–1.31 µs, of which 0.45 µs after the pivots were in; packed, 0.93–0.96 µs
 (dev/sparse_fusion/diag_probe.py --stamps, figures/data/lean_split_stamps_*, packed_pivots_stamps_*).
 
+An IC(0) pair holds 1/l_ii instead of l_ii: a row takes l_ik = a_ik·(1/l_kk) and x_i = r·rsqrt(rest),
+so one reciprocal square root lies on the chain of rows where a division, a square root and a
+second division lay; l_ii itself (√rest, or a breakdown's non-positive rest) goes to the factor
+after the pair's store. A/B in one process on an H200 (2026-12-03, 5 rotated rounds, every output
+checked first; figures/data/ic_rsqrt_ab_*, ic_rsqrt_ab2_*), ms, against the pair holding l_ii: 3D
+IC(0) 0.434 against 0.517 / 0.531, float32 0.406 against 0.455 / 0.454; 2D IC(0) by 16 lanes
+1.611 against 2.212 (the values as flags 2.117), float32 1.622 against 1.951 (1.926). ILU(0)'s
+pair keeps u_ii: 1/u_ii would move its division from the successors to the row, not off the chain.
+
 A lane's row is a factor row, a solve row, or both: the blocks are ticket_blocks' with the rows
 the schedule fuses merged (fused_rows), so the lean rows run the schedule's joint DAG as the
 flag executor's kernel does. A solve row apart from its factor row reads the same pairs and
@@ -88,7 +97,7 @@ def _pair_asm(bits):
 
 @triton.jit
 def _store_pair(PX, i, piv, x, part, PTX: tl.constexpr):
-    """PX[2i] = piv where the lane runs the factor row, PX[2i + 1] = x where it runs the solve
+    """PX[2i] = piv (IC(0): 1/l_ii) where the lane runs the factor row, PX[2i + 1] = x where it runs the solve
     row: both by one st.global.v2 (a [R, 2] tl.store spreads over the warp's threads, not
     vectorized), else the one half. The interpreter takes tl.store."""
     if PTX:
@@ -105,7 +114,8 @@ def _store_pair(PX, i, piv, x, part, PTX: tl.constexpr):
 def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, FACTOR: tl.constexpr,
          PTX: tl.constexpr):
     """A block's rows once their values are read: the pairs (pivot, x_k) of their rows k polled
-    until neither half holds the sentinel, the row computed, its parts stored (the pair first).
+    until neither half holds the sentinel (IC(0)'s pivot half holds 1/l_kk), the row computed, its
+    parts stored (the pair first).
     A factor row apart from its solve row waits for the pivots only: x_k may come after it in the
     joint DAG (wavefront schedules put every solve row a level below its factor row), and it
     stores no x."""
@@ -119,16 +129,22 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
         ux = tl.load(PX + at, mask=mm, other=1.0, volatile=True)
     u, xk = tl.split(ux)
     xk = tl.where((part & 2)[:, None] != 0, xk, 0.0)   # a factor row apart may have read the sentinel
-    l_ik = _div(a_ik, tl.where(m, u, 1.0))
+    if FACTOR == 1:
+        l_ik = _div(a_ik, tl.where(m, u, 1.0))
+    else:
+        l_ik = a_ik * u                     # an IC(0) pair holds 1/l_kk
     r = b - tl.sum(tl.where(m, l_ik * xk, 0.0), 1)
     if FACTOR == 1:
         piv = a_ii - tl.sum(tl.where(m, l_ik * a_ki, 0.0), 1)
         x = r
+        half = piv
     else:
         rest = a_ii - tl.sum(tl.where(m, l_ik * l_ik, 0.0), 1)
-        piv = ic_pivot(rest)
-        x = _div(r, piv)
-    _store_pair(PX, i, piv, x, part, PTX)
+        half = tl.math.rsqrt(rest)          # NaN or ∞ past a breakdown, which LU's pivot reports
+        x = r * half
+    _store_pair(PX, i, half, x, part, PTX)
+    if FACTOR == 2:
+        piv = ic_pivot(rest)                # after the pair's store: off the chain of rows
     fac = (part & 1) != 0
     tl.store(LU + p, l_ik, mask=m & fac[:, None])
     tl.store(LU + dp, piv, mask=fac)
