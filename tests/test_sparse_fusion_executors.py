@@ -2325,7 +2325,8 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype):
 
 def test_lean_rows_rule(monkeypatch):
     """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
-    runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one).
+    runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one)
+    and rows that fit a lane's CHUNK (a star whose hub comes first, not one whose hub comes last).
     The defaults it takes: striding programs, fused rows, and lean_block_rows' lanes a block —
     LEAN_BLOCK_ROWS where levels hold WIDE_LEVELS iterations on average (the 3D grid's at the
     benchmark sizes; here WIDE_LEVELS is lowered to the small grids' widths), else
@@ -2352,6 +2353,12 @@ def test_lean_rows_rule(monkeypatch):
             for kw in ({"claim": "counter"}, {"programs_per_sm": 0}, {"tickets": "schedule"}):
                 assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", **kw).lean
             assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", lean=False).lean
+    # a star is diagonal-only too: its hub row, when it comes last, is longer than a lane's CHUNK
+    for star, want in ((_arrow_first(40), True), (_arrow_last(32), False)):
+        for pair in sd.FACTOR_PAIRS:
+            t = rows.row_tables(pair, star)
+            assert t.updates_only_diagonal and (t.longest <= t3.CHUNK) is want
+            assert t3.runs_lean(fs.inspect(pair, star, kind="sparse_fusion"), (star,), t) is want
     monkeypatch.setattr(t3, "LEAN_ROWS", False)
     s = fs.inspect("spic0_sptrsv", A3, kind="sparse_fusion")
     assert not t3.runs_lean(s, (A3,), rows.row_tables("spic0_sptrsv", A3))
