@@ -1657,6 +1657,13 @@ def test_factor_out_copies_and_resets(pair, dtype):
     want.view(bits)[at] = sent
     assert torch.equal(val.view(bits), want.view(bits))
     assert (marks.cpu().numpy() & rows.PIVOT).nonzero()[0].tolist() == t.pivot_at.tolist()
+    # the pivots' marks alone (t3's lean rows, which read no rewritten entry): VAL is left as it is
+    pivots_only = rows.entry_marks(t, factor.device, rewritten=False)
+    assert (pivots_only.cpu().numpy() == (marks.cpu().numpy() & rows.PIVOT)).all()
+    val = factor.clone()
+    out, flag, _ = rows.factor_out(t, val, pivots_only)
+    assert torch.equal(out.view(bits), factor.view(bits)) and int(flag[0]) == 0
+    assert torch.equal(val.view(bits), factor.view(bits))
     broken = factor.clone()
     rows_hit = [5, 2 * len(t.pivot_at) // 3]
     for i in rows_hit:
@@ -2342,7 +2349,7 @@ def test_lean_rows_rule(monkeypatch):
         for A, want in ((A3, True), (A2, True), (A27, False)):
             v = _vector(np.random.default_rng(_seed("rule", pair, A.shape)).standard_normal(A.shape[0]), "float64")
             s = fs.inspect(pair, A, kind="sparse_fusion")
-            assert t3.runs_lean(s, (A,), rows.row_tables(pair, A)) is want
+            assert t3.runs_lean(rows.row_tables(pair, A)) is want
             run = t3.prepare(pair, A, like=v, schedule=s, executor="dataflow")
             assert run.lean is want and run.data is not want
             if want:
@@ -2358,10 +2365,9 @@ def test_lean_rows_rule(monkeypatch):
         for pair in sd.FACTOR_PAIRS:
             t = rows.row_tables(pair, star)
             assert t.updates_only_diagonal and (t.longest <= t3.CHUNK) is want
-            assert t3.runs_lean(fs.inspect(pair, star, kind="sparse_fusion"), (star,), t) is want
+            assert t3.runs_lean(t) is want
     monkeypatch.setattr(t3, "LEAN_ROWS", False)
-    s = fs.inspect("spic0_sptrsv", A3, kind="sparse_fusion")
-    assert not t3.runs_lean(s, (A3,), rows.row_tables("spic0_sptrsv", A3))
+    assert not t3.runs_lean(rows.row_tables("spic0_sptrsv", A3))
 
 
 def test_lean_rows_refuse_what_they_cannot_run():

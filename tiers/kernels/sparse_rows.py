@@ -1450,11 +1450,14 @@ REWRITTEN, PIVOT = 1, 2
 """The bits of entry_marks: a step rewrites the entry; the entry is a row's pivot."""
 
 
-def entry_marks(tables, device) -> torch.Tensor:
+def entry_marks(tables, device, rewritten: bool = True) -> torch.Tensor:
     """Per entry of the factor's VAL, REWRITTEN | PIVOT as they apply (uint8): what factor_out
-    reads beside the values (a pattern's; t3 keeps one per pattern and device: pattern_cached)."""
+    reads beside the values (a pattern's; t3 keeps one per pattern and device: pattern_cached).
+    rewritten=False marks the pivots alone, for a kernel that reads no entry a step rewrites (t3's
+    lean rows): factor_out then puts no sentinel back."""
     marks = np.zeros(len(tables.factor_pattern[1]), np.uint8)
-    marks[tables.rewritten] |= REWRITTEN
+    if rewritten:
+        marks[tables.rewritten] |= REWRITTEN
     marks[tables.pivot_at] |= PIVOT
     return torch.from_numpy(marks).to(device)
 

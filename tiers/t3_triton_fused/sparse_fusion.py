@@ -669,7 +669,7 @@ LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when
 NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_block_rows)
 
 
-def runs_lean(schedule, mats, tables) -> bool:
+def runs_lean(tables) -> bool:
     """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
@@ -970,8 +970,9 @@ def replays_graph(run) -> bool:
 LEAN_GRAPHS = True
 """The lean rows' calls replay a graph too (replays_graph, _capture): their striding programs'
 cooperative launch is captured like any other, after the launch that fills [b | x | the pairs]
-(lean_slots); each replay is followed by rows.factor_out as for the values as flags (it puts the
-sentinel back in entries the lean rows rewrite anyway and read never). Before, a call cloned A's
+(lean_slots); each replay is followed by rows.factor_out as for the values as flags, its marks
+those of the pivots alone (the lean rows rewrite every entry a step rewrites on each call and read
+none of them, so no sentinel is put back). Before, a call cloned A's
 values and launched the kernels as it came, and the host's work sat between one call's pivot
 read and the next call's kernel. Measured on an H200 (2026-12-03, A/B in one process, the same
 plan graphed and launched as it comes, beside the values as flags, 5 rotated rounds, every
@@ -1020,15 +1021,16 @@ def _capture(run, vector):
     call stores in pinned host memory. The lean rows' graph (LEAN_GRAPHS) holds lean_slots' fill
     and their launch, its factor buffer starting as A's values. Otherwise its factor buffer
     starts as the sentinel template. Either keeps, from call to call, A's values wherever no step
-    writes (every call leaves them as they were); after each replay rows.factor_out puts the
-    sentinel back where the steps write (RowTables.rewritten: 4M of the 3D grid's 7M entries) as
-    it copies the factor out, and the lean rows write all of those again."""
+    writes (every call leaves them as they were); after each replay rows.factor_out copies the
+    factor out and, for the values as flags, puts the sentinel back where the steps write
+    (RowTables.rewritten: 4M of the 3D grid's 7M entries), which the lean rows write again on
+    every call and never read."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
-    # the lean rows write every entry a step rewrites, each call, and read none of them
     val = run.values.clone() if run.lean else run.data_template.clone()
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
-    marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device)),
-                                lambda: rows.entry_marks(run.tables, val.device))
+    reset = not run.lean                 # the lean rows read no entry a step rewrites: nothing to reset
+    marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device), reset),
+                                lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
@@ -1351,7 +1353,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if executor is None:
         executor = executor_rule(like.device, schedule, rows.device_tables(problem, like.device)[0])
     kernel = kernel_of(executor, pair)
-    lean = _lean_option(lean, executor, pair, schedule, problem, like, programs_per_sm, claim, tickets)
+    lean = _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, tickets)
     if lean:
         programs_per_sm = PROGRAMS_PER_SM if programs_per_sm is None else programs_per_sm
         claim = "stride"
@@ -1389,26 +1391,29 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
                     programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim, fuse_rows, lean)
 
 
-def _lean_option(lean, executor, pair, schedule, problem, like, programs_per_sm, claim, tickets) -> bool:
+def _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, tickets) -> bool:
     """prepare's `lean`, decided (None: runs_lean on the dataflow executor) and checked against the
     other options: only the dataflow executor on a factor pair whose updates all land on a
     diagonal, with striding programs and tickets of the joint DAG."""
     if lean is False or (lean is None and (executor != "dataflow" or pair not in dags.FACTOR_PAIRS)):
         return False
     tables = rows.device_tables(problem, like.device)[0]
+    if programs_per_sm == 0 or claim == "counter":
+        conflict = ("the lean rows' programs stride over the blocks; they take neither programs_per_sm=0 "
+                    "nor claim='counter'")
+    elif tickets == "schedule":
+        conflict = "the lean rows' blocks follow the joint DAG; tickets='schedule' is not theirs"
+    else:
+        conflict = None
     if lean is None:         # options that only the other kernel takes keep it
-        return (programs_per_sm != 0 and claim != "counter" and tickets != "schedule"
-                and runs_lean(schedule, problem.matrices, tables))
+        return conflict is None and runs_lean(tables)
     if executor != "dataflow" or pair not in dags.FACTOR_PAIRS:
         raise ValueError(f"lean=True runs a factor pair on the dataflow executor, got {pair} on {executor!r}")
     if not tables.updates_only_diagonal:
         raise ValueError("lean=True needs a factor whose updates all land on the diagonal (as on the 5- and "
                          "7-point grids); this pattern's do not")
-    if programs_per_sm == 0 or claim == "counter":
-        raise ValueError("the lean rows' programs stride over the blocks; they take neither programs_per_sm=0 "
-                         "nor claim='counter'")
-    if tickets == "schedule":
-        raise ValueError("the lean rows' blocks follow the joint DAG; tickets='schedule' is not theirs")
+    if conflict:
+        raise ValueError(conflict)
     return True
 
 
