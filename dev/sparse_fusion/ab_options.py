@@ -4,16 +4,20 @@ A developer's probe, not package code (needs a CUDA GPU; on a CPU it only checks
 variant is `label=` followed by `key:value` items joined by "+": a keyword of `prepare`
 (programs_per_sm, block_rows, tickets, tickets_ahead, nap_ns, claim, fuse_rows, lean; integers and
 true / false where they parse), or `early:0` / `early:1`, which overrides the software-pipeline
-rule (looks_early) on the prepared runner (reads_every_slot then applies as it would). An empty
+rule (looks_early) on the prepared runner (reads_every_slot then applies as it would), or
+`direct:0` / `direct:1`, which overrides writes_row_order (the kernel's stores in row order as
+it goes, or a gather after the kernel). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
-each runner's R, programs per SM, pipeline, claim, fuse_rows and lean) and prints each row.
+each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct and programs
+resident per SM) and prints each row.
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
 
 Data of 2026-12-02 (H200): figures/data/early_f32_27pt_*, pps_f32_27pt_*, pps_f64_27pt_*, f32_3d_*
-(and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form).
+(and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form); of 2026-12-03: direct_ab_*,
+own_back_ab_* (with an own_back override, for the patch beside that data).
 """
 import sys
 
@@ -26,19 +30,19 @@ from tiers.t3_triton_fused import sparse_fusion as sf
 
 
 def parse_variants(text):
-    """{label: (prepare keywords, early override or None)} from "a=;b=early:0+programs_per_sm:6"."""
+    """{label: (prepare keywords, {attribute: override})} from "a=;b=early:0+programs_per_sm:6"."""
     variants = {}
     for item in text.split(";"):
         label, _, spec = item.partition("=")
-        kw, early = {}, None
+        kw, sets = {}, {}
         for pair in filter(None, spec.split("+")):
             key, _, value = pair.partition(":")
-            if key == "early":
-                early = value == "1"
+            if key in ("early", "direct"):
+                sets[key] = value == "1"
             else:
                 kw[key] = (int(value) if value.lstrip("-").isdigit() else
                            {"true": True, "false": False}.get(value, value))
-        variants[label] = (kw, early)
+        variants[label] = (kw, sets)
     return variants
 
 
@@ -50,13 +54,14 @@ def main():
         pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
         s = fs.inspect(pair, *mats, kind=kind)
         runs = {}
-        for label, (kw, early) in variants.items():
+        for label, (kw, sets) in variants.items():
             runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
-            if early is not None:
-                runs[label].early = early
+            for key, value in sets.items():
+                setattr(runs[label], key, value)
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
-                                 r.fuse_rows, bool(getattr(r, "lean", False))]
+                                 r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
+                                 r.resident]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)
