@@ -2360,14 +2360,37 @@ def test_lean_rows_rule(monkeypatch):
             for kw in ({"claim": "counter"}, {"programs_per_sm": 0}, {"tickets": "schedule"}):
                 assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", **kw).lean
             assert not t3.prepare(pair, A, like=v, schedule=s, executor="dataflow", lean=False).lean
-    # a star is diagonal-only too: its hub row, when it comes last, is longer than a lane's CHUNK
-    for star, want in ((_arrow_first(40), True), (_arrow_last(32), False)):
+    # a star is diagonal-only too: its hub row, when it comes last, holds more lower entries than a
+    # lane's CHUNK, unless the star has CHUNK leaves (an IC(0) row's diagonal step is no lower entry)
+    for star, want in ((_arrow_first(40), True), (_arrow_last(32), False), (_arrow_last(t3.CHUNK + 1), True)):
         for pair in sd.FACTOR_PAIRS:
             t = rows.row_tables(pair, star)
-            assert t.updates_only_diagonal and (t.longest <= t3.CHUNK) is want
+            assert t.updates_only_diagonal and (t.most_lower <= t3.CHUNK) is want
             assert t3.runs_lean(t) is want
     monkeypatch.setattr(t3, "LEAN_ROWS", False)
     assert not t3.runs_lean(rows.row_tables("spic0_sptrsv", A3))
+
+
+def test_most_lower_bounds_a_lean_lane():
+    """RowTables.most_lower counts a factor row's entries below its diagonal (what a lean lane holds:
+    lean_plan sizes CH from it, runs_lean bounds it by CHUNK), whatever the order of the rows; and
+    a star whose hub row holds exactly CHUNK of them runs by the lean rows, equal to t0."""
+    rng = np.random.default_rng(11)
+    for A in (sm.poisson2d(5), sm.poisson3d(4, points=27), sm.powerlaw_laplacian(60, m=3, seed=2)):
+        p = rng.permutation(A.shape[0])
+        for M in (A, sp.csr_matrix(A[p][:, p])):
+            for pair in sd.FACTOR_PAIRS:
+                L = sp.tril(sp.csr_matrix(M), k=-1).tocsr()
+                assert rows.row_tables(pair, M).most_lower == int(np.diff(L.indptr).max()), pair
+    star = _arrow_last(t3.CHUNK + 1)
+    b = np.random.default_rng(12).standard_normal(star.shape[0])
+    for pair in sd.FACTOR_PAIRS:
+        v = _vector(b, "float64")
+        run = t3.prepare(pair, star, like=v, executor="dataflow")
+        assert run.lean and run.plan[2] == t3.CHUNK                # CH: the hub's CHUNK lower entries
+        ref = _reference(pair, (star,), b, "float64", ("most_lower", pair))
+        for call in range(3 if DEVICE == "cuda" else 2):
+            _check(run(v), ref, pair, (star,), "float64", f"star of {t3.CHUNK} leaves, call {call}")
 
 
 def test_lean_rows_refuse_what_they_cannot_run():

@@ -9,10 +9,16 @@ two vectors and its 2nd and 4th results checked against float64 (the 2nd after t
 call must not overwrite an earlier result); then 5 rounds of do_bench medians, the order rotated
 each round. Writes OUT.json (one row per case) and prints each row.
 
-    python dev/sparse_fusion/ab_commit.py COMMIT|FILE.tar[,FILE2.tar...] OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],...
+    python dev/sparse_fusion/ab_commit.py COMMIT|FILE.tar[,FILE2.tar...] OUT.json poisson3d:100:spilu0_sptrsv:sparse_fusion[:float32],... [OPTIONS]
 
 More packages after the first, comma-separated, run as "alt1", "alt2", … beside the three: a
-variant between the commit and the working tree.
+variant between the commit and the working tree. OPTIONS (parse_options' form,
+"label=key:value+...;..."): `prepare` keywords per runner, every runner on the dataflow executor
+either way; a label that is none of the packages' is one more runner of the working tree, e.g.
+"new=lean:true+block_rows:16;old=lean:true+block_rows:16;old2=lean:true+block_rows:16;flags=lean:false"
+(the 2D grid's lean rows at 16 lanes in both packages, beside the working tree's values as
+flags: the runs of figures/data/ic_rsqrt_ab_*, ic_rsqrt_ab2_*, made by a copy of this loop,
+ab_commit_lean.py, folded in here since).
 
 Data of 2026-12-01 (H200): figures/data/ab_pivots_* and ab_pivots_in_kernel_* (COMMIT 6986f32); of
 2026-12-02: ab_steps_*, ab_across_* (a tar of ca82b48).
@@ -57,6 +63,25 @@ def import_old(commit, name="tiers_old"):
     sys.path.insert(0, str(root))
     return (importlib.import_module(name + ".fusion_schedules"),
             importlib.import_module(name + ".t3_triton_fused.sparse_fusion"))
+
+
+def parse_options(text):
+    """{label: (prepare keywords, {attribute: override})} from "a=;b=early:0+programs_per_sm:6":
+    integers and true / false where they parse; `early` and `direct` are attributes set on the
+    prepared runner (ab_options.py), not keywords."""
+    variants = {}
+    for item in filter(None, text.split(";")):
+        label, _, spec = item.partition("=")
+        kw, sets = {}, {}
+        for pair in filter(None, spec.split("+")):
+            key, _, value = pair.partition(":")
+            if key in ("early", "direct"):
+                sets[key] = value == "1"
+            else:
+                kw[key] = (int(value) if value.lstrip("-").isdigit() else
+                           {"true": True, "false": False}.get(value, value))
+        variants[label] = (kw, sets)
+    return variants
 
 
 def operands_and_vectors(case, dev):
@@ -117,21 +142,25 @@ def save_row(res, row, out):
 
 def main():
     commits, out, cases = sys.argv[1].split(","), sys.argv[2], sys.argv[3].split(",")
-    fs_old, sf_old = import_old(commits[0])
-    alts = {f"alt{k}": import_old(c, f"tiers_alt{k}") for k, c in enumerate(commits[1:], 1)}
+    options = {label: kw for label, (kw, _) in parse_options(sys.argv[4] if len(sys.argv) > 4 else "").items()}
+    packages = {"old": import_old(commits[0])}
+    packages["old2"] = packages["old"]
+    packages.update({f"alt{k}": import_old(c, f"tiers_alt{k}") for k, c in enumerate(commits[1:], 1)})
+    packages["new"] = (fs, sf)
+    labels = list(LABELS) + [k for k in packages if k.startswith("alt")] + [k for k in options if k not in packages]
     dev = torch.device("cuda")
-    res = run_header(dev, old=commits[0], alts=commits[1:])
+    res = run_header(dev, old=commits[0], alts=commits[1:], options=options)
     for case in cases:
         pair, kind, dtype, mats, v64, v, v2 = operands_and_vectors(case, dev)
-        s_new, s_old = fs.inspect(pair, *mats, kind=kind), fs_old.inspect(pair, *mats, kind=kind)
-        runs = {"new": sf.prepare(pair, *mats, like=v, schedule=s_new, executor="dataflow")}
-        for label in ("old", "old2"):
-            runs[label] = sf_old.prepare(pair, *mats, like=v, schedule=s_old, executor="dataflow")
-        for label, (fs_alt, sf_alt) in alts.items():
-            runs[label] = sf_alt.prepare(pair, *mats, like=v, schedule=fs_alt.inspect(pair, *mats, kind=kind),
-                                         executor="dataflow")
-        row = check_and_time(case, runs, list(LABELS) + list(alts), bench.reference(pair, mats, v64.numpy()), v, v2,
-                             dtype)
+        schedules, runs = {}, {}
+        for label in labels:
+            fs_of, sf_of = packages.get(label, packages["new"])
+            if fs_of not in schedules:
+                schedules[fs_of] = fs_of.inspect(pair, *mats, kind=kind)
+            runs[label] = sf_of.prepare(pair, *mats, like=v, schedule=schedules[fs_of], executor="dataflow",
+                                        **options.get(label, {}))
+        row = check_and_time(case, runs, labels, bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
+        row["lean"] = {k: bool(getattr(r, "lean", False)) for k, r in runs.items()}
         del runs
         save_row(res, row, out)
 

@@ -23,31 +23,14 @@ import sys
 
 import torch
 
-from ab_commit import check_and_time, operands_and_vectors, run_header, save_row    # ab_commit.py's checks, rounds
+from ab_commit import check_and_time, operands_and_vectors, parse_options, run_header, save_row   # its checks, rounds
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.t3_triton_fused import sparse_fusion as sf
 
 
-def parse_variants(text):
-    """{label: (prepare keywords, {attribute: override})} from "a=;b=early:0+programs_per_sm:6"."""
-    variants = {}
-    for item in text.split(";"):
-        label, _, spec = item.partition("=")
-        kw, sets = {}, {}
-        for pair in filter(None, spec.split("+")):
-            key, _, value = pair.partition(":")
-            if key in ("early", "direct"):
-                sets[key] = value == "1"
-            else:
-                kw[key] = (int(value) if value.lstrip("-").isdigit() else
-                           {"true": True, "false": False}.get(value, value))
-        variants[label] = (kw, sets)
-    return variants
-
-
 def main():
-    out, cases, variants = sys.argv[1], sys.argv[2].split(","), parse_variants(sys.argv[3])
+    out, cases, variants = sys.argv[1], sys.argv[2].split(","), parse_options(sys.argv[3])
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     res = run_header(dev, variants=sys.argv[3])
     for case in cases:

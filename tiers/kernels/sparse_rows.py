@@ -1031,6 +1031,16 @@ class RowTables:
         return bool(self.held_shape[0]) and bool(self.walked.any())
 
     @functools.cached_property
+    def most_lower(self) -> int:
+        """Factor pairs: most entries below the diagonal in one row of the factor's pattern, what a
+        lane of t3's lean rows holds (lean_plan's CH); 0 without a factor."""
+        if not self.factor:
+            return 0
+        indptr, indices = (np.asarray(a, dtype=np.int64) for a in self.factor_pattern)
+        owner = dags.row_ids(indptr)
+        return int(np.bincount(owner[indices < owner], minlength=len(indptr) - 1).max(initial=0))
+
+    @functools.cached_property
     def updates_only_diagonal(self) -> bool:
         """Factor pairs: whether every update of the factor lands on a diagonal entry (t3's lean
         rows run only then) — ILU(0), every update pair's target is a pivot; IC(0), no entry off

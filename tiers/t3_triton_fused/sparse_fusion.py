@@ -673,7 +673,8 @@ def runs_lean(tables) -> bool:
     """Whether the dataflow executor runs this factor pair by the lean rows (LEAN_ROWS) instead of
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
-    hub) and no row is longer than CHUNK (a lane holds its row's lower entries). Narrow levels
+    hub) and no row has more than CHUNK entries below its diagonal (RowTables.most_lower: a lane
+    holds them, lean_plan's CH). Narrow levels
     take 16 lanes a block (lean_block_rows). Measured on an H200 (2026-12-03, A/B in one process,
     5 rotated rounds, sparse-fusion schedule, every output checked first), ms:
       2D grid 1000², ILU(0) by 16 lanes against the values as flags, three calls: 1.881 against
@@ -691,7 +692,7 @@ def runs_lean(tables) -> bool:
         (ic_rsqrt_ab_*);
       3D grid: 16 lanes slower than 8 (ILU(0) 0.810 against 0.560, IC(0) 0.812 against 0.564;
         0.785 against 0.544 graphed)."""
-    return LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.longest <= CHUNK
+    return LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.most_lower <= CHUNK
 
 
 def lean_block_rows(schedule, mats) -> int:

@@ -71,10 +71,11 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
 
 
-def _launch_claimed(kernel, run, count, args, meta, pdl=False):
-    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what every sync-free
-    kernel takes from it: LOOP (persistent programs), NAP (the sleep between polls; none in the
-    interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
+def _launch_claimed(kernel, run, count, args, meta, pdl=False, run_meta=True):
+    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` (with run_meta: not for
+    the lean rows, whose programs always stride and never nap) what the sync-free kernels take
+    from it: LOOP (persistent programs), NAP (the sleep between polls; none in the interpreter,
+    which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
     Every sync-free executor launches through here. One program per block, or
     run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
     stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
@@ -83,9 +84,10 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
     programs one after another, so there a single striding program takes every block. pdl: a
     programmatic dependent launch (the kernel waits for the one before it with gdc_wait)."""
     stride = run.claim == "stride"
-    meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
-    if run.executor in STRIDING:
-        meta["STRIDE"] = stride
+    if run_meta:
+        meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
+        if run.executor in STRIDING:
+            meta["STRIDE"] = stride
     if stride and interpreting():
         kernel[(1,)](*args, **meta)
         return

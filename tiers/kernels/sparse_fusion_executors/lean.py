@@ -153,12 +153,11 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
 
 @triton.jit
 def _lean(ROW, PART, DP, LP, LK, LQ, VAL, B, LU, X, PX, N_BLK, R: tl.constexpr, CH: tl.constexpr,
-          SENT: tl.constexpr, FACTOR: tl.constexpr, PTX: tl.constexpr, LOOP: tl.constexpr = True,
-          NAP: tl.constexpr = 0, STRIDE: tl.constexpr = True):
+          SENT: tl.constexpr, FACTOR: tl.constexpr, PTX: tl.constexpr):
     """Program p of P runs blocks p, p + P, … of N_BLK: block t + 2P's tables and block t + P's values are
     loaded while block t waits and works. VAL: A's values (tril(A)'s for IC(0)); LU: the factor
-    written; X: x; PX: the pairs, the sentinel until stored. (LOOP, NAP and STRIDE, which a
-    claimed launch passes, are not read: the programs always stride and poll without a nap.)"""
+    written; X: x; PX: the pairs, the sentinel until stored. The programs always stride and poll
+    without a nap, so the claimed launch passes none of LOOP, NAP and STRIDE (run_meta=False)."""
     P = tl.num_programs(0)
     t = tl.program_id(0)
     i0, pt0, dp0, p0, k0, q0 = _tables(ROW, PART, DP, LP, LK, LQ, t, N_BLK, R, CH, FACTOR)
@@ -193,7 +192,7 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     owner = dags.row_ids(indptr)
     low = np.flatnonzero(indices < owner)
     r, c = owner[low], low - indptr[owner[low]]
-    CH = max(1, triton.next_power_of_2(int(np.bincount(r, minlength=n1).max(initial=0))))
+    CH = max(1, triton.next_power_of_2(tables.most_lower))
     by_row = {name: np.full((n1, CH), -1, np.int64) for name in ("lp", "lk", "lq")}
     by_row["lp"][r, c], by_row["lk"][r, c] = low, indices[low]
     if tables.factor == ILU:
@@ -227,7 +226,7 @@ def launch_lean(run, lu, vec):
                         (dev["row"], dev["part"], dev["dp"], dev["lp"], dev["lk"], dev["lq"], run.values,
                          vec[:n], lu, vec[n:2 * n], vec[2 * n:], B),
                         dict(R=run.block_rows, CH=CH, SENT=SENTINEL[vec.dtype], FACTOR=run.tables.factor,
-                             PTX=not interpreting(), num_warps=1))
+                             PTX=not interpreting(), num_warps=1), run_meta=False)
 
 
 def run_lean(run, vector):
