@@ -326,6 +326,28 @@ def test_weak_components_are_scipys(graph):
     np.testing.assert_array_equal(sd.weak_components(n, chain + 1, chain), np.zeros(n, np.int64))
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), W=st.integers(1, 9), levels=st.integers(1, 6), m=st.integers(0, 40))
+def test_least_loaded_by_is_one_call_per_level(seed, W, levels, m):
+    """The sparse-fusion inspector places the kernel-2 iterations that no partition takes over, for
+    every level at once (_least_loaded_by): the same bins and loads as one _least_loaded call per
+    level in increasing level, the loop it replaced — singletons, ties, levels whose bins are
+    already loaded; costs are whole numbers, as the inspector's are."""
+    rng = np.random.default_rng(seed)
+    load = rng.integers(0, 5, (levels, W)).astype(np.float64)
+    t = rng.integers(0, levels, m)
+    cost = rng.integers(1, 6, m).astype(np.float64)
+    want, want_load = np.empty(m, dtype=np.int64), load.copy()
+    for lv in np.unique(t):
+        sel = np.flatnonzero(t == lv)
+        want[sel] = fs._least_loaded(want_load[lv], cost[sel])
+        np.add.at(want_load, (np.full(len(sel), lv), want[sel]), cost[sel])
+    got = fs._least_loaded_by(load, t, cost)
+    np.testing.assert_array_equal(got, want)
+    np.add.at(load, (t, got), cost)
+    np.testing.assert_array_equal(load, want_load)
+
+
 def test_canonical_copies_only_what_is_not_canonical():
     """canonical() hands back a matrix that csr() made as it is, and canonicalises anything else
     into a copy (int32 indices, unsorted or duplicate entries, another format); the input is never
