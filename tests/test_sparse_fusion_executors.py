@@ -410,6 +410,27 @@ def test_dataflow_records_put_results_back_in_row_order(direct, monkeypatch):
                 assert_close(o, r, "float64", f"{pair} R={R} direct={direct}")
 
 
+@pytest.mark.parametrize("sector", [True, False])
+def test_dataflow_blocks_take_a_sector_of_slots(sector, monkeypatch):
+    """With SECTOR_SLOTS a block's output slots start VEC's 32-byte sector of their own (slot_stride:
+    4 float32 lanes are 8 slots apart, 2 float64 lanes 4), the rest of it unused; without, R apart.
+    The results are the flag executor's either way."""
+    monkeypatch.setattr(t3, "SECTOR_SLOTS", sector)
+    A = sm.poisson3d(3, points=27)
+    mats = operands("sptrsv_spmv", A)
+    n = A.shape[0]
+    b = np.random.default_rng(_seed("sector")).standard_normal(n)
+    for dtype, R, stride in (("float32", 4, 8), ("float64", 2, 4), ("float64", 4, 4), ("float32", 16, 16)):
+        want = stride if sector else R
+        ref = t3.prepare("sptrsv_spmv", *mats, like=_vector(b, dtype), executor="syncfree")(_vector(b, dtype))
+        run = t3.prepare("sptrsv_spmv", *mats, like=_vector(b, dtype), executor="dataflow", block_rows=R)
+        assert not run.flat and run.slot_stride == want
+        at = run.plan[1]["back"].cpu().numpy() - n           # each result's slot, past the inputs
+        assert (at % want < R).all() and len(np.unique(at)) == 2 * n
+        for o, r in zip(run(_vector(b, dtype)), ref):
+            assert_close(o, r, dtype, f"R={R} {dtype} sector={sector}")
+
+
 def test_writes_row_order_rule(monkeypatch):
     """Direct stores where the joint DAG's levels average fewer than WIDE_LEVELS iterations, the
     gather where they average more; early looks (looks_early) where they average more and no row

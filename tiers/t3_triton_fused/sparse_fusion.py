@@ -524,6 +524,28 @@ def writes_row_order(schedule, mats) -> bool:
     return not _wide(schedule, mats)
 
 
+SECTOR_SLOTS = True
+"""Whether a dataflow block's output slots start a 32-byte sector of their own (slot_stride)."""
+
+
+def slot_stride(R, dtype) -> int:
+    """How far apart in VEC the dataflow plan puts consecutive blocks' slots (_dataflow's RS): R,
+    or with SECTOR_SLOTS at least a 32-byte sector's worth, so that no two blocks' results share
+    the sector their readers poll (4 float32 lanes fill half of one; the rest of it is left
+    unused). Measured on an H200 (2026-12-03, A/B in one process against a7e7fbc, old twice, 5
+    rotated rounds, every output checked first; figures/data/sector_slots_ab_*), 27-point grid,
+    float32, blocks of 4: sptrsv_spmv / spmv_sptrsv / sptrsv_sptrsv 0.264 / 0.264 / 0.467 ms
+    against 0.301 / 0.297 / 0.523 — the float32 rows had been slower than float64's (0.297 /
+    0.293 / 0.514), whose blocks of 4 fill a sector each. A 128-byte line per block instead
+    (float64 slots 16 apart) was slower: 27-point sptrsv_spmv 0.301 against 0.295, 3D (blocks of
+    8) 0.231 against 0.227 (figures/data/line_slots_ab_*). The sector is aligned where N_IN (the
+    vector's length) is a multiple of a sector's entries, as on every benchmark matrix; else
+    each block's sector straddles two."""
+    if not SECTOR_SLOTS:
+        return R
+    return max(R, 32 // dtype.itemsize)
+
+
 def looks_early(schedule, mats, tables) -> bool:
     """Whether striding dataflow programs run as a software pipeline (_dataflow's EARLY,
     _pipelined), reading the next blocks' records and entries before their block waits: where
@@ -1123,8 +1145,8 @@ def _run_dataflow(run, val, vec, vector):
     pdl = uses_pdl(vec.device)
     split = run.split
     vector = vector.contiguous()
-    slots = _slots_from(vector, n + count * run.block_rows, pdl, copy=not split, awaited=run.awaited,
-                        R=run.block_rows)
+    RS = run.block_rows if run.flat else run.slot_stride
+    slots = _slots_from(vector, n + count * RS, pdl, copy=not split, awaited=run.awaited, R=RS)
     rv = run.record_values
     meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
@@ -1141,7 +1163,7 @@ def _run_dataflow(run, val, vec, vector):
                         dict(meta, PTX=not interpreting(),
                              AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
                              EVERY=run.whole_records,
-                             SPLIT=split, **run.record_shape), pdl=pdl)
+                             SPLIT=split, RS=RS, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
 
@@ -1226,10 +1248,12 @@ class Prepared:
                 self.plan = schedule.cached(key, lambda: flat_plan(schedule, problem.matrices, self.tables,
                                                                    block_rows, tickets, device, W))
             else:
+                self.slot_stride = RS = slot_stride(block_rows, dtype)
                 key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
-                       str(device))
+                       RS, str(device))
                 self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
-                                                                        block_rows, tickets, device, shape["FOLD"]))
+                                                                        block_rows, tickets, device, shape["FOLD"],
+                                                                        RS))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
             self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)

@@ -124,7 +124,7 @@ def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexp
                          SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr, INDIRECT: tl.constexpr):
     """OUT[i] = IN[i] below N_IN and the sentinel past it, for FIRST ≤ i < TOTAL (both as bit
     patterns); with SOME only in the output slots of the blocks of R whose AWAITED flag is set
-    (slot N_IN + t·R + j is block t's). PDL: the dataflow kernel after it may be launched at once
+    (slot N_IN + t·R + j is block t's: R is the plan's slot stride, slot_stride). PDL: the dataflow kernel after it may be launched at once
     (it waits for this one's stores). INDIRECT: IN holds the input's address, not the input."""
     if PDL:
         gdc_launch_dependents()

@@ -128,11 +128,11 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
               FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
-              SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False):
+              SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False, RS: tl.constexpr = 0):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
-    j of block t writes VEC[N_IN + t·R + j]: _dataflow_plan numbers the outputs by slot, so a
+    j of block t writes VEC[N_IN + t·RS + j]: _dataflow_plan numbers the outputs by slot, so a
     block's results are one contiguous store, and the store's address never comes from a table
     (Triton 3.6 failed to compile a store to an address loaded in an earlier loop iteration).
     A row's quotient r/d is r·(1/d) with one Markstein correction, which with 1/d rounded
@@ -162,7 +162,9 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     VEC holds no copy of the input, whose entries (positions below N_IN) are read from IN, the
     caller's vector (_at). EVERY (Prepared.whole_records): no widths; every slot of a record is
     read — where TAIL (measured: record_shape) or the pipelined loop reads every slot
-    (reads_every_slot)."""
+    (reads_every_slot). RS: how far apart consecutive blocks' slots lie (slot_stride; 0: R).
+    """
+    SL: tl.constexpr = RS if RS > 0 else R
     w = CHUNK
     w1 = CHUNK
     if STRIDE:
@@ -180,7 +182,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     if EARLY and STRIDE:
         _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY)
+                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY, SL)
     else:
         if PDL and STRIDE:
             gdc_wait()
@@ -198,7 +200,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                 _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
             x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
             _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
-                    N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False, SPLIT)
+                    N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False, SPLIT, SL)
             if STRIDE:
                 t, n1, w, w1 = n1, n2, w1, w2
             elif LOOP and AHEAD > 0:
@@ -239,7 +241,7 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
                IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
                PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
                TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr,
-               EVERY: tl.constexpr):
+               EVERY: tl.constexpr, SL: tl.constexpr):
     """_dataflow's striding loop as a software pipeline (EARLY, looks_early), block b of a program
     being followed by b + P: while block b waits, block b + P's record is loaded and its entries
     read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
@@ -266,13 +268,13 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
         qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
             t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT)
+            TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT, SL)
         we = _width(WIDTH, t + 5 * P, N_BLK, CHUNK, EVERY)
         p1 = qa
         qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
             t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, True, SPLIT)
+            TRIP_DIV, DIRECT, TAIL, FOLD, True, SPLIT, SL)
         px = qb
         wa, wb, wc = wc, wd, we
         t += 2 * P
@@ -283,7 +285,7 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
           SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN,
           R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
           PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
-          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr, SPLIT: tl.constexpr):
+          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr):
     """Half of _pipelined's loop: block t (with PAST it may lie past the last) is finished from its
     record and its entries' first look, after the loads of what comes next are issued — the
     positions of block t + 2P, the rest of block t + P's record (whose positions qa are loaded)
@@ -296,7 +298,7 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
                                                       CHUNK, TAIL, DIRECT, FOLD)
     x1, rhs1 = _look(VEC, IN, qa, rh1, N_IN, SPLIT)
     _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-            IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST, SPLIT)
+            IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST, SPLIT, SL)
     return qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1
 
 
@@ -304,7 +306,7 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
 def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
             IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
             PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
-            PAST: tl.constexpr, SPLIT: tl.constexpr):
+            PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr):
     """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
     x and right-hand sides rhs read once (vec_look): the polls until none holds the sentinel,
     the sums, the quotients and their stores."""
@@ -320,9 +322,9 @@ def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT
     q = tl.fma(tl.fma(-q, d, r), dinv, q)
     lane = tl.arange(0, R)
     if PAST:
-        tl.store(VEC + N_IN + t * R + lane, q, mask=lane * 0 + t < N_BLK)
+        tl.store(VEC + N_IN + t * SL + lane, q, mask=lane * 0 + t < N_BLK)
     else:
-        tl.store(VEC + N_IN + t * R + lane, q)     # lane j of block t: its slot (_dataflow_plan)
+        tl.store(VEC + N_IN + t * SL + lane, q)    # lane j of block t: its slot (_dataflow_plan)
     if DIRECT:                              # and the result in row order, read by no block (writes_row_order)
         tl.store(OUT + dst, q, mask=dst >= 0)
 
@@ -338,7 +340,7 @@ def record_chunk(tables) -> int:
     return max(CHUNK, widest) if widest <= RECORD_CHUNK else CHUNK
 
 
-def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
+def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=None):
     """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
     s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
     program reads its block's tables in one round trip instead of a chain of dependent loads
@@ -364,7 +366,8 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False):
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
     where = np.arange(tables.vec_len, dtype=np.int64)        # VEC position → its position in the slot layout
-    where[tables.dst[seq]] = n + slot
+    RS = RS or R                                             # a block's slots in VEC: RS apart (slot_stride)
+    where[tables.dst[seq]] = n + slot + np.repeat(np.arange(B) * (RS - R), sizes)
     lane = {k: np.full(S, fill, dtype=np.int64) for k, fill in (("rhs", -1), ("start", 0), ("end", 0), ("sign", 0),
                                                                  ("diag", -1), ("dst", -1))}
     for k, col in (("rhs", tables.rhs), ("sign", tables.sign), ("diag", tables.diag),
