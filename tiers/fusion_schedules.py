@@ -466,7 +466,8 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
 
 def _least_loaded(load_row, costs):
     """Spread iterations of the given costs over the bins of one level, filling the least
-    loaded bins first (vectorised water-filling); returns a bin per iteration."""
+    loaded bins first (vectorised water-filling); returns a bin per iteration. The one-level
+    form that _least_loaded_by, which the inspectors call, is tested against."""
     W = len(load_row)
     if len(costs) == 1:
         return np.array([int(np.argmin(load_row))])
@@ -485,7 +486,8 @@ def _least_loaded_by(load, t, costs):
     of one running sum, are exact. On the 2D grid's sptrsv_spmv, whose SpMV rows form one
     wavefront level spread over 2 000 target levels, the loop over levels it replaced made the
     sparse-fusion inspector 3.15 s against 2.39 (development machine's CPU, 3 alternating rounds,
-    same schedules; figures/data/inspector_least_loaded_cpu_2026-12-03.txt); elsewhere even."""
+    same schedules; figures/data/inspector_least_loaded_cpu_2026-12-03.txt); elsewhere even.
+    _fuse_tail_first places its leftover kernel-1 rows by it too."""
     if len(t) == 0:
         return np.zeros(0, dtype=np.int64)
     W = load.shape[1]
@@ -618,13 +620,11 @@ def _fuse_tail_first(dag, cost, W, slack, wl):
         load = np.zeros((S, W))
         placed = level >= 0
         np.add.at(load, (level[placed], np.minimum(part[placed], W - 1)), cost[placed])
-        for t in np.unique(target):
-            sel = other[target == t]
-            bins = _least_loaded(load[t], cost[sel].astype(np.float64))
-            # sharing a label with a kernel-2 partition of level t is harmless: the iteration
-            # depends on nothing, runs first (key 0), and its consumers sit in later levels
-            level[sel], part[sel], key[sel] = t, bins, 0
-            np.add.at(load, (np.full(len(sel), t), bins), cost[sel])
+        bins = _least_loaded_by(load, target, cost[other].astype(np.float64))
+        # sharing a label with a kernel-2 partition of level t is harmless: the iteration
+        # depends on nothing, runs first (key 0), and its consumers sit in later levels
+        level[other], part[other], key[other] = target, bins, 0
+        np.add.at(load, (target, bins), cost[other])
     return level, part, key
 
 

@@ -6,18 +6,21 @@ variant is `label=` followed by `key:value` items joined by "+": a keyword of `p
 true / false where they parse), or `early:0` / `early:1`, which overrides the software-pipeline
 rule (looks_early) on the prepared runner (reads_every_slot then applies as it would), or
 `direct:0` / `direct:1`, which overrides writes_row_order (the kernel's stores in row order as
-it goes, or a gather after the kernel). An empty
+it goes, or a gather after the kernel), or `slot_bytes:N`, the bytes of output slots a dataflow
+block takes at least in place of slot_stride's sector (128: a cache line). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
-each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct and programs
-resident per SM) and prints each row.
+each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
+resident per SM and slot stride) and prints each row.
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
 
 Data of 2026-12-02 (H200): figures/data/early_f32_27pt_*, pps_f32_27pt_*, pps_f64_27pt_*, f32_3d_*
 (and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form); of 2026-12-03: direct_ab_*,
-own_back_ab_* (with an own_back override, for the patch beside that data).
+own_back_ab_* (with an own_back override, for the patch beside that data), line_slots_ab_* (its
+"line" runner as slot_bytes:128 gives it, run by a scratch probe, slot_stride_ab.py, folded in
+here since).
 """
 import sys
 
@@ -38,13 +41,21 @@ def main():
         s = fs.inspect(pair, *mats, kind=kind)
         runs = {}
         for label, (kw, sets) in variants.items():
-            runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
+            kw = dict(kw)
+            sector = kw.pop("slot_bytes", None)
+            rule = sf.slot_stride
+            if sector:                             # the plan is made in prepare: patched around it
+                sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
+            try:
+                runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
+            finally:
+                sf.slot_stride = rule
             for key, value in sets.items():
                 setattr(runs[label], key, value)
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
-                                 r.resident]
+                                 r.resident, getattr(r, "slot_stride", None)]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

@@ -696,8 +696,7 @@ def runs_lean(tables) -> bool:
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
     hub) and no row has more than CHUNK entries below its diagonal (RowTables.most_lower: a lane
-    holds them, lean_plan's CH). Narrow levels
-    take 16 lanes a block (lean_block_rows). Measured on an H200 (2026-12-03, A/B in one process,
+    holds them, lean_plan's CH). Narrow levels take 16 lanes a block (lean_block_rows). Measured on an H200 (2026-12-03, A/B in one process,
     5 rotated rounds, sparse-fusion schedule, every output checked first), ms:
       2D grid 1000², ILU(0) by 16 lanes against the values as flags, three calls: 1.881 against
         1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*,
@@ -1145,7 +1144,7 @@ def _run_dataflow(run, val, vec, vector):
     pdl = uses_pdl(vec.device)
     split = run.split
     vector = vector.contiguous()
-    RS = run.block_rows if run.flat else run.slot_stride
+    RS = run.slot_stride                                    # the flat records' is R
     slots = _slots_from(vector, n + count * RS, pdl, copy=not split, awaited=run.awaited, R=RS)
     rv = run.record_values
     meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
@@ -1243,7 +1242,7 @@ class Prepared:
             self.flat = reads_flat(shape, claim)
             if self.flat:
                 self.flat_width = W = FLAT_WIDTH
-                self.block_rows = block_rows = min(block_rows, W, 32)       # FLAT_BLOCK_ROWS
+                self.block_rows = self.slot_stride = block_rows = min(block_rows, W, 32)   # FLAT_BLOCK_ROWS
                 key = ("t3_flat", tickets, block_rows, W, str(device))
                 self.plan = schedule.cached(key, lambda: flat_plan(schedule, problem.matrices, self.tables,
                                                                    block_rows, tickets, device, W))

@@ -71,11 +71,11 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
 
 
-def _launch_claimed(kernel, run, count, args, meta, pdl=False, run_meta=True):
-    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` (with run_meta: not for
-    the lean rows, whose programs always stride and never nap) what the sync-free kernels take
-    from it: LOOP (persistent programs), NAP (the sleep between polls; none in the interpreter,
-    which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
+def _launch_claimed(kernel, run, count, args, meta, pdl=False):
+    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what of `run` the kernel
+    takes (by its parameters' names; the lean rows' kernel, which always strides and never naps,
+    takes none): LOOP (persistent programs), NAP (the sleep between polls; none in the
+    interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
     Every sync-free executor launches through here. One program per block, or
     run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
     stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
@@ -84,10 +84,10 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False, run_meta=True):
     programs one after another, so there a single striding program takes every block. pdl: a
     programmatic dependent launch (the kernel waits for the one before it with gdc_wait)."""
     stride = run.claim == "stride"
-    if run_meta:
-        meta = dict(meta, LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
-        if run.executor in STRIDING:
-            meta["STRIDE"] = stride
+    extra = dict(LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
+    if run.executor in STRIDING:
+        extra["STRIDE"] = stride
+    meta = dict(meta, **{k: v for k, v in extra.items() if k in kernel.arg_names})
     if stride and interpreting():
         kernel[(1,)](*args, **meta)
         return
@@ -124,8 +124,8 @@ def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexp
                          SOME: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr, INDIRECT: tl.constexpr):
     """OUT[i] = IN[i] below N_IN and the sentinel past it, for FIRST ≤ i < TOTAL (both as bit
     patterns); with SOME only in the output slots of the blocks of R whose AWAITED flag is set
-    (slot N_IN + t·R + j is block t's: R is the plan's slot stride, slot_stride). PDL: the dataflow kernel after it may be launched at once
-    (it waits for this one's stores). INDIRECT: IN holds the input's address, not the input."""
+    (slot N_IN + t·R + j is block t's: R is the plan's slot stride, slot_stride). PDL: the
+    dataflow kernel after it may be launched at once (it waits for this one's stores). INDIRECT: IN holds the input's address, not the input."""
     if PDL:
         gdc_launch_dependents()
     if INDIRECT:

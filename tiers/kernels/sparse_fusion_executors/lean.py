@@ -157,7 +157,7 @@ def _lean(ROW, PART, DP, LP, LK, LQ, VAL, B, LU, X, PX, N_BLK, R: tl.constexpr, 
     """Program p of P runs blocks p, p + P, … of N_BLK: block t + 2P's tables and block t + P's values are
     loaded while block t waits and works. VAL: A's values (tril(A)'s for IC(0)); LU: the factor
     written; X: x; PX: the pairs, the sentinel until stored. The programs always stride and poll
-    without a nap, so the claimed launch passes none of LOOP, NAP and STRIDE (run_meta=False)."""
+    without a nap, so the kernel takes none of LOOP, NAP and STRIDE (_launch_claimed)."""
     P = tl.num_programs(0)
     t = tl.program_id(0)
     i0, pt0, dp0, p0, k0, q0 = _tables(ROW, PART, DP, LP, LK, LQ, t, N_BLK, R, CH, FACTOR)
@@ -226,7 +226,7 @@ def launch_lean(run, lu, vec):
                         (dev["row"], dev["part"], dev["dp"], dev["lp"], dev["lk"], dev["lq"], run.values,
                          vec[:n], lu, vec[n:2 * n], vec[2 * n:], B),
                         dict(R=run.block_rows, CH=CH, SENT=SENTINEL[vec.dtype], FACTOR=run.tables.factor,
-                             PTX=not interpreting(), num_warps=1), run_meta=False)
+                             PTX=not interpreting(), num_warps=1))
 
 
 def run_lean(run, vector):
