@@ -28,6 +28,7 @@ from tiers.t3_triton_fused import sparse_fusion as t3
 from tiers.kernels.sparse_fusion_executors import chains as t3_chains
 from tiers.kernels.sparse_fusion_executors import flat as t3_flat
 from tiers.kernels.sparse_fusion_executors import launch as t3_launch
+from tiers.kernels.sparse_fusion_executors import lean as t3_lean
 from tiers.kernels.sparse_fusion_executors import levels as t3_levels
 from tiers.kernels.sparse_fusion_executors import records as t3_records
 from tiers.kernels.sparse_fusion_executors import tickets as t3_tickets
@@ -2331,12 +2332,12 @@ def test_lean_rows_premise():
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(["poisson2d", "poisson3d"]), size=st.integers(1, 150), seed=st.integers(0, 1000),
        pair=st.sampled_from(sd.FACTOR_PAIRS), kind=st.sampled_from(fs.KINDS), R=st.sampled_from([1, 2, 4, 8]),
-       fuse=st.booleans(), dtype=st.sampled_from(DTYPES))
-def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype):
+       fuse=st.booleans(), dtype=st.sampled_from(DTYPES), pair_bytes=st.sampled_from([None, 8, 16, 64]))
+def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_bytes):
     """The lean rows give t0's factor and solve on the 5- and 7-point grids (random values on their
     patterns) under every schedule, with the rows the schedule fuses run in one lane or every row
     apart — a factor row apart waits for its pivots only, since a wavefront schedule puts x_k after
-    it."""
+    it — and with the pairs side by side or padded apart (lean_pair_bytes' rule or another)."""
     mats = operands(pair, matrix(gen, size, seed))
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype))
@@ -2344,6 +2345,8 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype):
     s = fs.inspect(pair, *mats, kind=kind)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", lean=True, block_rows=R, fuse_rows=fuse)
     assert run.lean and not run.data and run.claim == "stride" and run.block_rows == R
+    if pair_bytes:
+        run.pair_stride = t3_lean.pair_stride(pair_bytes, v.dtype)
     merged = t3.fused_rows(s, mats)
     assert run.fused == (int((merged >= 0).sum()) if fuse else 0)
     for call in range(3 if DEVICE == "cuda" else 2):        # on CUDA the 2nd captures a graph, the 3rd replays it
@@ -2355,10 +2358,10 @@ def test_lean_rows_rule(monkeypatch):
     """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
     runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one)
     and rows that fit a lane's CHUNK (a star whose hub comes first, not one whose hub comes last).
-    The defaults it takes: striding programs, fused rows, and lean_block_rows' lanes a block —
-    LEAN_BLOCK_ROWS where levels hold WIDE_LEVELS iterations on average (the 3D grid's at the
-    benchmark sizes; here WIDE_LEVELS is lowered to the small grids' widths), else
-    NARROW_LEAN_BLOCK_ROWS."""
+    The defaults it takes: striding programs, fused rows, and lean_block_rows' lanes a block and
+    lean_pair_bytes' gap between pairs — LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
+    WIDE_LEVELS iterations on average (the 3D grid's at the benchmark sizes; here WIDE_LEVELS is
+    lowered to the small grids' widths), else the NARROW_ ones."""
     A3, A2, A27 = sm.poisson3d(8), sm.poisson2d(12), sm.poisson3d(5, points=27)
     depth = {}
     for name, A in (("3d", A3), ("2d", A2)):
@@ -2376,6 +2379,8 @@ def test_lean_rows_rule(monkeypatch):
             if want:
                 R = t3.LEAN_BLOCK_ROWS if A is A3 else t3.NARROW_LEAN_BLOCK_ROWS
                 assert (run.block_rows, run.programs_per_sm, run.claim) == (R, t3.PROGRAMS_PER_SM, "stride")
+                gap = t3.LEAN_PAIR_BYTES if A is A3 else t3.NARROW_LEAN_PAIR_BYTES
+                assert run.pair_stride == t3_lean.pair_stride(gap, v.dtype)
                 assert run.fuse_rows and run.fused > 0
             # options only the values-as-flags kernel takes keep it
             for kw in ({"claim": "counter"}, {"programs_per_sm": 0}, {"tickets": "schedule"}):

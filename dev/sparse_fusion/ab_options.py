@@ -7,11 +7,12 @@ true / false where they parse), or `early:0` / `early:1`, which overrides the so
 rule (looks_early) on the prepared runner (reads_every_slot then applies as it would), or
 `direct:0` / `direct:1`, which overrides writes_row_order (the kernel's stores in row order as
 it goes, or a gather after the kernel), or `slot_bytes:N`, the bytes of output slots a dataflow
-block takes at least in place of slot_stride's sector (128: a cache line). An empty
+block takes at least in place of slot_stride's sector (128: a cache line), or `pair_bytes:N`,
+the bytes from one lean row's pair to the next's in place of lean_pair_bytes'. An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM and slot stride) and prints each row.
+resident per SM, slot stride and pair stride) and prints each row.
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
@@ -29,6 +30,7 @@ import torch
 from ab_commit import check_and_time, operands_and_vectors, parse_options, run_header, save_row   # its checks, rounds
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
+from tiers.kernels.sparse_fusion_executors.lean import pair_stride
 from tiers.t3_triton_fused import sparse_fusion as sf
 
 
@@ -42,7 +44,7 @@ def main():
         runs = {}
         for label, (kw, sets) in variants.items():
             kw = dict(kw)
-            sector = kw.pop("slot_bytes", None)
+            sector, pair_bytes = kw.pop("slot_bytes", None), kw.pop("pair_bytes", None)
             rule = sf.slot_stride
             if sector:                             # the plan is made in prepare: patched around it
                 sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
@@ -52,10 +54,12 @@ def main():
                 sf.slot_stride = rule
             for key, value in sets.items():
                 setattr(runs[label], key, value)
+            if pair_bytes:                         # read by each call (lean_slots, launch_lean)
+                runs[label].pair_stride = pair_stride(pair_bytes, v.dtype)
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
-                                 r.resident, getattr(r, "slot_stride", None)]
+                                 r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None)]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

@@ -111,7 +111,9 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   successors poll by one load a pair (kernels/sparse_fusion_executors/lean.py). On the 3D grid,
   whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid, by 16
   lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
-  calls replay a CUDA graph too (LEAN_GRAPHS).
+  calls replay a CUDA graph too (LEAN_GRAPHS). On narrow levels the pairs lie 64 bytes apart, so
+  that rows on different SMs share no sector (lean_pair_bytes, since 2026-12-04): 2–12 % on the
+  2D grid.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -197,7 +199,7 @@ from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
-from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, run_lean
+from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
                                                           _launch_claimed, _slots_from, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
@@ -689,6 +691,8 @@ against 0.779, IC(0) 0.600 against 0.785. Package CLI, the same call (table_h200
 0.500 ms, 4.99× cuSPARSE (was 4.05×), IC(0) 0.493, 5.16× (was 4.23×), float32 5.94× / 5.88×."""
 LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when block_rows is not given
 NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_block_rows)
+LEAN_PAIR_BYTES = 8          # bytes from one lean row's pair to the next's on wide levels (the pair at least)
+NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_pair_bytes)
 
 
 def runs_lean(tables) -> bool:
@@ -720,6 +724,21 @@ def lean_block_rows(schedule, mats) -> int:
     """The lean rows' lanes a block when block_rows is not given: LEAN_BLOCK_ROWS on wide levels
     (_wide), NARROW_LEAN_BLOCK_ROWS on narrow ones (measured in runs_lean)."""
     return LEAN_BLOCK_ROWS if _wide(schedule, mats) else NARROW_LEAN_BLOCK_ROWS
+
+
+def lean_pair_bytes(schedule, mats) -> int:
+    """Bytes from one lean row's pair to the next's (lean.pair_stride): LEAN_PAIR_BYTES on wide
+    levels (_wide), the pairs side by side, NARROW_LEAN_PAIR_BYTES on narrow ones. On the 2D grid's
+    2 000 narrow levels a hop of the chain is the time; pairs side by side put two to eight rows'
+    pairs in a 32-byte sector, stored and polled by different SMs. Measured on an H200 (2026-12-04,
+    A/B in one process, 5 rotated rounds, every output checked first; figures/data/pair_stride_ab_*,
+    pair_stride_ab2_*), ms, 2D grid 1000², a 64-byte gap against side by side: ILU(0) 1.698 against
+    1.737 (a first run 1.688 against 1.757), IC(0) 1.469 against 1.557 (1.472 against 1.566),
+    float32 1.505 against 1.608 and 1.371 against 1.551; wavefront ILU(0) 1.816 against 1.937, LBC
+    IC(0) 1.618 against 1.748; 32 bytes between, 128 and 256 within 2 % of 64. On the 3D grid (wide
+    levels, 7 500 rows a level) gaps cost: ILU(0) 0.540 / 0.558 against 0.521 by 32 / 64 bytes,
+    IC(0) 0.437 / 0.455 against 0.418, float32 IC(0) by 16 bytes 0.379 against 0.374."""
+    return LEAN_PAIR_BYTES if _wide(schedule, mats) else NARROW_LEAN_PAIR_BYTES
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
@@ -1059,7 +1078,7 @@ def _capture(run, vector):
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
     with torch.cuda.graph(graph), buffers.poisoned(False):
         if run.lean:
-            vec = lean_slots(vector, address=address)
+            vec = lean_slots(vector, run.pair_stride, address=address)
             flag.zero_()
             launch_lean(run, val, vec)
         else:
@@ -1223,6 +1242,7 @@ class Prepared:
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         self.graph, self.eager_calls = None, 0      # a factor pair's graph, captured by its second call (_graphed)
         if lean:
+            self.pair_stride = pair_stride(lean_pair_bytes(schedule, problem.matrices), dtype)
             self.plan = schedule.cached(("t3_lean", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: lean_plan(schedule, problem.matrices, self.tables, block_rows, tickets,
                                                           PLAN_TIES, fuse_rows, device))

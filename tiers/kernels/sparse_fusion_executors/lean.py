@@ -10,9 +10,11 @@ grid's graph holds no triangle. Row i of spilu0_sptrsv is then
 
 and of spic0_sptrsv l_ik = a_ik / l_kk, l_ii = √(a_ii − Σ_k l_ik²), x_i = (b_i − Σ_k l_ik·x_k) / l_ii:
 a row reads two values of each row k it depends on, the pivot and x_k, and nothing else that is
-being computed. So one lane runs a row, and each row stores its pivot and x side by side, PX[2i]
-and PX[2i + 1], by one 8- or 16-byte store (st.global.v2 in inline PTX); a row polls the pairs of
-its rows k until neither half holds the sentinel, each pair by one load. Stored apart (the pivot
+being computed. So one lane runs a row, and each row stores its pivot and x side by side, PX[s·i]
+and PX[s·i + 1], by one 8- or 16-byte store (st.global.v2 in inline PTX); a row polls the pairs of
+its rows k until neither half holds the sentinel, each pair by one load. The pairs lie s entries
+apart (pair_stride; t3 picks the bytes, lean_pair_bytes): side by side where levels are wide,
+a 64-byte gap apart where they are narrow and each hop of the chain counts. Stored apart (the pivot
 in the factor, x in the vector), on an H200 the second value became visible about one L2 round
 trip after the first, whatever order they were stored in: the 3D grid's hop on the critical path
 was 1.25–1.31 µs, of which 0.45 µs after the pivots were in; packed, 0.93–0.96 µs
@@ -96,23 +98,23 @@ def _pair_asm(bits):
 
 
 @triton.jit
-def _store_pair(PX, i, piv, x, part, PTX: tl.constexpr):
-    """PX[2i] = piv (IC(0): 1/l_ii) where the lane runs the factor row, PX[2i + 1] = x where it runs the solve
+def _store_pair(PX, i, piv, x, part, PS: tl.constexpr, PTX: tl.constexpr):
+    """PX[PS·i] = piv (IC(0): 1/l_ii) where the lane runs the factor row, PX[PS·i + 1] = x where it runs the solve
     row: both by one st.global.v2 (a [R, 2] tl.store spreads over the warp's threads, not
     vectorized), else the one half. The interpreter takes tl.store."""
     if PTX:
         ASM: tl.constexpr = _pair_asm(piv.dtype.primitive_bitwidth)
-        tl.inline_asm_elementwise(ASM[0], ASM[1], [(PX + 2 * i).to(tl.int64, bitcast=True), piv, x, part],
+        tl.inline_asm_elementwise(ASM[0], ASM[1], [(PX + PS * i).to(tl.int64, bitcast=True), piv, x, part],
                                   dtype=tl.int32, is_pure=False, pack=1)
     else:
         o = tl.arange(0, 2)[None, :]
         want = tl.where(o == 0, (part[:, None] & 1) != 0, (part[:, None] & 2) != 0)
-        tl.store(PX + 2 * i[:, None] + o, tl.where(o == 0, piv[:, None], x[:, None]), mask=want & (i[:, None] >= 0))
+        tl.store(PX + PS * i[:, None] + o, tl.where(o == 0, piv[:, None], x[:, None]), mask=want & (i[:, None] >= 0))
 
 
 @triton.jit
 def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, FACTOR: tl.constexpr,
-         PTX: tl.constexpr):
+         PS: tl.constexpr, PTX: tl.constexpr):
     """A block's rows once their values are read: the pairs (pivot, x_k) of their rows k polled
     until neither half holds the sentinel (IC(0)'s pivot half holds 1/l_kk), the row computed, its
     parts stored (the pair first).
@@ -121,7 +123,7 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
     stores no x."""
     m = p >= 0
     o = tl.arange(0, 2)[None, None, :]
-    at = 2 * k[:, :, None] + o
+    at = PS * k[:, :, None] + o
     mm = m[:, :, None] & (o >= 0)         # both halves loaded, so that the load stays one v2
     need = mm & ((o == 0) | ((part & 2) != 0)[:, None, None])   # a factor row apart waits for no x_k
     ux = tl.load(PX + at, mask=mm, other=1.0, volatile=True)
@@ -142,7 +144,7 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
         rest = a_ii - tl.sum(tl.where(m, l_ik * l_ik, 0.0), 1)
         half = tl.math.rsqrt(rest)          # NaN or ∞ past a breakdown, which LU's pivot reports
         x = r * half
-    _store_pair(PX, i, half, x, part, PTX)
+    _store_pair(PX, i, half, x, part, PS, PTX)
     if FACTOR == 2:
         piv = ic_pivot(rest)                # after the pair's store: off the chain of rows
     fac = (part & 1) != 0
@@ -153,7 +155,7 @@ def _row(LU, X, PX, i, part, dp, p, k, a_ik, a_ki, a_ii, b, SENT: tl.constexpr, 
 
 @triton.jit
 def _lean(ROW, PART, DP, LP, LK, LQ, VAL, B, LU, X, PX, N_BLK, R: tl.constexpr, CH: tl.constexpr,
-          SENT: tl.constexpr, FACTOR: tl.constexpr, PTX: tl.constexpr):
+          SENT: tl.constexpr, FACTOR: tl.constexpr, PS: tl.constexpr, PTX: tl.constexpr):
     """Program p of P runs blocks p, p + P, … of N_BLK: block t + 2P's tables and block t + P's values are
     loaded while block t waits and works. VAL: A's values (tril(A)'s for IC(0)); LU: the factor
     written; X: x; PX: the pairs, the sentinel until stored. The programs always stride and poll
@@ -166,7 +168,7 @@ def _lean(ROW, PART, DP, LP, LK, LQ, VAL, B, LU, X, PX, N_BLK, R: tl.constexpr, 
     for _ in range(0, tl.cdiv(N_BLK - t, P)):
         i2, pt2, dp2, p2, k2, q2 = _tables(ROW, PART, DP, LP, LK, LQ, t + 2 * P, N_BLK, R, CH, FACTOR)
         a_ik1, a_ki1, a_ii1, b1 = _values(VAL, B, i1, dp1, p1, q1, FACTOR)
-        _row(LU, X, PX, i0, pt0, dp0, p0, k0, a_ik, a_ki, a_ii, b, SENT, FACTOR, PTX)
+        _row(LU, X, PX, i0, pt0, dp0, p0, k0, a_ik, a_ki, a_ii, b, SENT, FACTOR, PS, PTX)
         i0, pt0, dp0, p0, k0, q0 = i1, pt1, dp1, p1, k1, q1
         i1, pt1, dp1, p1, k1, q1 = i2, pt2, dp2, p2, k2, q2
         a_ik, a_ki, a_ii, b = a_ik1, a_ki1, a_ii1, b1
@@ -209,11 +211,18 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     return B, dev, CH, int((part == FAC | SOL).sum())
 
 
-def lean_slots(vector, address=None):
-    """One call's VEC of the lean rows, [b | x | the pairs] (4n entries; x where RowTables.out_at
-    puts a factor pair's vector result): the input, then the sentinel, written by one kernel
-    (_slots_from; with `address`, the input read where it says, as t3's graph replays do)."""
-    return _slots_from(vector, 4 * vector.shape[0], address=address)
+def pair_stride(nbytes, dtype) -> int:
+    """Entries from one row's pair to the next's in PX for pairs `nbytes` apart (a power of two,
+    which keeps each pair aligned for its v2 store): the pair at least."""
+    return max(2, nbytes // dtype.itemsize)
+
+
+def lean_slots(vector, stride, address=None):
+    """One call's VEC of the lean rows, [b | x | the pairs, `stride` entries apart] ((2 + stride)·n
+    entries; x where RowTables.out_at puts a factor pair's vector result): the input, then the
+    sentinel, written by one kernel (_slots_from; with `address`, the input read where it says, as
+    t3's graph replays do)."""
+    return _slots_from(vector, (2 + stride) * vector.shape[0], address=address)
 
 
 def launch_lean(run, lu, vec):
@@ -226,7 +235,7 @@ def launch_lean(run, lu, vec):
                         (dev["row"], dev["part"], dev["dp"], dev["lp"], dev["lk"], dev["lq"], run.values,
                          vec[:n], lu, vec[n:2 * n], vec[2 * n:], B),
                         dict(R=run.block_rows, CH=CH, SENT=SENTINEL[vec.dtype], FACTOR=run.tables.factor,
-                             PTX=not interpreting(), num_warps=1))
+                             PS=run.pair_stride, PTX=not interpreting(), num_warps=1))
 
 
 def run_lean(run, vector):
@@ -234,6 +243,6 @@ def run_lean(run, vector):
     replays_graph): the factor (A's values where no row writes), x and the pairs, then the results
     and their pivots' test (rows.results)."""
     lu = run.values.clone()
-    vec = lean_slots(vector.contiguous())
+    vec = lean_slots(vector.contiguous(), run.pair_stride)
     launch_lean(run, lu, vec)
     return rows.results(run.tables, run.dev, lu, rows.vector_outs(run.tables, vec))
