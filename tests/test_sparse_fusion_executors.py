@@ -2358,8 +2358,9 @@ def test_lean_rows_rule(monkeypatch):
     """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
     runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one)
     and rows that fit a lane's CHUNK (a star whose hub comes first, not one whose hub comes last).
-    The defaults it takes: striding programs, fused rows, and lean_block_rows' lanes a block and
-    lean_pair_bytes' gap between pairs — LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
+    The defaults it takes: striding programs (lean_programs' count an SM), fused rows, and
+    lean_block_rows' lanes a block and lean_pair_bytes' gap between pairs — PROGRAMS_PER_SM,
+    LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
     WIDE_LEVELS iterations on average (the 3D grid's at the benchmark sizes; here WIDE_LEVELS is
     lowered to the small grids' widths), else the NARROW_ ones."""
     A3, A2, A27 = sm.poisson3d(8), sm.poisson2d(12), sm.poisson3d(5, points=27)
@@ -2378,7 +2379,8 @@ def test_lean_rows_rule(monkeypatch):
             assert run.lean is want and run.data is not want
             if want:
                 R = t3.LEAN_BLOCK_ROWS if A is A3 else t3.NARROW_LEAN_BLOCK_ROWS
-                assert (run.block_rows, run.programs_per_sm, run.claim) == (R, t3.PROGRAMS_PER_SM, "stride")
+                P = t3.PROGRAMS_PER_SM if A is A3 else t3.NARROW_LEAN_PROGRAMS_PER_SM
+                assert (run.block_rows, run.programs_per_sm, run.claim) == (R, P, "stride")
                 gap = t3.LEAN_PAIR_BYTES if A is A3 else t3.NARROW_LEAN_PAIR_BYTES
                 assert run.pair_stride == t3_lean.pair_stride(gap, v.dtype)
                 assert run.fuse_rows and run.fused > 0

@@ -693,6 +693,7 @@ LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when
 NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_block_rows)
 LEAN_PAIR_BYTES = 8          # bytes from one lean row's pair to the next's on wide levels (the pair at least)
 NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_pair_bytes)
+NARROW_LEAN_PROGRAMS_PER_SM = 12   # the lean rows' programs an SM on narrow levels; PROGRAMS_PER_SM on wide ones
 
 
 def runs_lean(tables) -> bool:
@@ -724,6 +725,12 @@ def lean_block_rows(schedule, mats) -> int:
     """The lean rows' lanes a block when block_rows is not given: LEAN_BLOCK_ROWS on wide levels
     (_wide), NARROW_LEAN_BLOCK_ROWS on narrow ones (measured in runs_lean)."""
     return LEAN_BLOCK_ROWS if _wide(schedule, mats) else NARROW_LEAN_BLOCK_ROWS
+
+
+def lean_programs(schedule, mats) -> int:
+    """The lean rows' persistent programs per SM when programs_per_sm is not given: PROGRAMS_PER_SM
+    on wide levels (_wide), NARROW_LEAN_PROGRAMS_PER_SM on narrow ones. MEASURING."""
+    return PROGRAMS_PER_SM if _wide(schedule, mats) else NARROW_LEAN_PROGRAMS_PER_SM
 
 
 def lean_pair_bytes(schedule, mats) -> int:
@@ -1357,7 +1364,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     puts both in one partition (fused_rows; None: fuses_rows; not with tickets "schedule", which
     then runs them apart); lean, whether the dataflow executor runs a factor pair by the lean
     rows (tiers/kernels/sparse_fusion_executors/lean.py: only where every update lands on a
-    diagonal; None: runs_lean), whose programs stride (programs_per_sm None: PROGRAMS_PER_SM;
+    diagonal; None: runs_lean), whose programs stride (programs_per_sm None: lean_programs;
     block_rows None: lean_block_rows) and poll without a nap (nap_ns is not theirs)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
@@ -1399,7 +1406,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     kernel = kernel_of(executor, pair)
     lean = _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, tickets)
     if lean:
-        programs_per_sm = PROGRAMS_PER_SM if programs_per_sm is None else programs_per_sm
+        programs_per_sm = lean_programs(schedule, problem.matrices) if programs_per_sm is None else programs_per_sm
         claim = "stride"
         block_rows = lean_block_rows(schedule, problem.matrices) if block_rows is None else block_rows
     if executor in ONE_WARP and num_warps != 1:
