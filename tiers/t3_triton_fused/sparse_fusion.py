@@ -113,7 +113,7 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
   calls replay a CUDA graph too (LEAN_GRAPHS). On narrow levels the pairs lie 64 bytes apart, so
   that rows on different SMs share no sector (lean_pair_bytes, since 2026-12-04): 2–12 % on the
-  2D grid.
+  2D grid; and 12 programs an SM run them there, not 16 (lean_programs): 8–12 % more.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -729,7 +729,16 @@ def lean_block_rows(schedule, mats) -> int:
 
 def lean_programs(schedule, mats) -> int:
     """The lean rows' persistent programs per SM when programs_per_sm is not given: PROGRAMS_PER_SM
-    on wide levels (_wide), NARROW_LEAN_PROGRAMS_PER_SM on narrow ones. MEASURING."""
+    on wide levels (_wide), NARROW_LEAN_PROGRAMS_PER_SM on narrow ones. On the 2D grid a level
+    holds about 500 rows, 32 blocks of 16, so most of 132 × 16 programs only poll, and once the
+    pairs lay 64 bytes apart (lean_pair_bytes) fewer polling programs left the L2 to the few
+    that work. Measured on an H200 (2026-12-04, A/B in one process, 5 rotated rounds, every
+    output checked first; figures/data/lean_shape_2d_ab_*, lean_programs_2d_ab_*), 2D grid 1000²,
+    sparse-fusion schedule, ms at 16 / 12 / 10 / 8 programs an SM: ILU(0) 1.693 / 1.552 (a second
+    process 1.692 / 1.559 / 1.535 / 1.508), IC(0) 1.505 / 1.352 (1.461 / 1.306 / 1.294 / 1.261),
+    float32 IC(0) 1.350 / 1.190; 24 slower (1.8–2.1). 8 lanes a block at 12 programs: ILU(0) 1.953,
+    IC(0) 1.307. 12 is the count the package CLI measured for every schedule and both dtypes
+    (table_h200_am_*); 8 and below were A/B'd on the sparse-fusion schedule's float64 pairs alone."""
     return PROGRAMS_PER_SM if _wide(schedule, mats) else NARROW_LEAN_PROGRAMS_PER_SM
 
 
