@@ -2362,7 +2362,8 @@ def test_lean_rows_rule(monkeypatch):
     lean_block_rows' lanes a block and lean_pair_bytes' gap between pairs — PROGRAMS_PER_SM,
     LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
     WIDE_LEVELS iterations on average (the 3D grid's at the benchmark sizes; here WIDE_LEVELS is
-    lowered to the small grids' widths), else the NARROW_ ones."""
+    lowered to the small grids' widths), else the NARROW_ ones; a gap that is no power of two,
+    which would misalign a pair's vector store, is refused."""
     A3, A2, A27 = sm.poisson3d(8), sm.poisson2d(12), sm.poisson3d(5, points=27)
     depth = {}
     for name, A in (("3d", A3), ("2d", A2)):
@@ -2397,6 +2398,12 @@ def test_lean_rows_rule(monkeypatch):
             assert t3.runs_lean(t) is want
     monkeypatch.setattr(t3, "LEAN_ROWS", False)
     assert not t3.runs_lean(rows.row_tables("spic0_sptrsv", A3))
+    # a gap that would misalign a pair's vector store is refused
+    assert [t3_lean.pair_stride(b, torch.float64) for b in (8, 16, 64)] == [2, 2, 8]
+    assert [t3_lean.pair_stride(b, torch.float32) for b in (8, 16, 64)] == [2, 4, 16]
+    for bad in (24, 0, True, 8.0):
+        with pytest.raises(ValueError, match="power of two"):
+            t3_lean.pair_stride(bad, torch.float64)
 
 
 def test_most_lower_bounds_a_lean_lane():

@@ -738,15 +738,15 @@ def lean_programs(schedule, mats) -> int:
     process 1.692 / 1.559 / 1.535 / 1.508), IC(0) 1.505 / 1.352 (1.461 / 1.306 / 1.294 / 1.261),
     float32 IC(0) 1.350 / 1.190; 24 slower (1.8–2.1). 8 lanes a block at 12 programs: ILU(0) 1.953,
     IC(0) 1.307. 12 is the count the package CLI measured for every schedule and both dtypes
-    (table_h200_am_*); 8 and below were A/B'd on the sparse-fusion schedule's float64 pairs alone."""
+    (table_h200_am_*); 10 and 8 were A/B'd on the sparse-fusion schedule's float64 pairs alone."""
     return PROGRAMS_PER_SM if _wide(schedule, mats) else NARROW_LEAN_PROGRAMS_PER_SM
 
 
 def lean_pair_bytes(schedule, mats) -> int:
     """Bytes from one lean row's pair to the next's (lean.pair_stride): LEAN_PAIR_BYTES on wide
     levels (_wide), the pairs side by side, NARROW_LEAN_PAIR_BYTES on narrow ones. On the 2D grid's
-    2 000 narrow levels a hop of the chain is the time; pairs side by side put two to eight rows'
-    pairs in a 32-byte sector, stored and polled by different SMs. Measured on an H200 (2026-12-04,
+    2 000 narrow levels a hop of the chain is the time; pairs side by side put two rows' pairs
+    (float32: four) in a 32-byte sector, stored and polled by different SMs. Measured on an H200 (2026-12-04,
     A/B in one process, 5 rotated rounds, every output checked first; figures/data/pair_stride_ab_*,
     pair_stride_ab2_*), ms, 2D grid 1000², a 64-byte gap against side by side: ILU(0) 1.698 against
     1.737 (a first run 1.688 against 1.757), IC(0) 1.469 against 1.557 (1.472 against 1.566),

@@ -214,6 +214,8 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
 def pair_stride(nbytes, dtype) -> int:
     """Entries from one row's pair to the next's in PX for pairs `nbytes` apart (a power of two,
     which keeps each pair aligned for its v2 store): the pair at least."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1 or nbytes & (nbytes - 1):
+        raise ValueError(f"the bytes between lean pairs must be a power of two, got {nbytes!r}")
     return max(2, nbytes // dtype.itemsize)
 
 
