@@ -708,7 +708,9 @@ def runs_lean(tables) -> bool:
         the lean rows launched as they came), and, replaying their graph (LEAN_GRAPHS), 1.796
         against 1.962 (lean_graph_ab_*); float32 1.620 against 1.732, wavefront 1.928 against
         2.595, LBC 1.979 against 2.658 (ab_lean_rule2d_*). By 8 lanes 1.954 and 1.989 graphed; 4
-        lanes, 8 or 24 programs an SM and 32 lanes slower (2.19, 2.04, 2.15, 4.84);
+        lanes, 8 or 24 programs an SM and 32 lanes slower (2.19, 2.04, 2.15, 4.84) — all with
+        the pairs side by side; since they lie 64 bytes apart (lean_pair_bytes) 12 and 8
+        programs an SM are faster than 16 (lean_programs);
       2D grid, IC(0): by 16 lanes it lost while its pair held l_ii (2.210 against 2.090, 2.166
         against 2.081; by 8 lanes 2.470 against 2.047): its square root and two divisions sat on
         each level's critical path, which on this grid's 2 000 levels of 500 rows is a level's
