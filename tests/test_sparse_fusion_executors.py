@@ -2337,7 +2337,7 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_by
     """The lean rows give t0's factor and solve on the 5- and 7-point grids (random values on their
     patterns) under every schedule, with the rows the schedule fuses run in one lane or every row
     apart — a factor row apart waits for its pivots only, since a wavefront schedule puts x_k after
-    it — and with the pairs side by side or padded apart (lean_pair_bytes' rule or another)."""
+    it — and with the pairs side by side or padded apart (lean_defaults' rule or another)."""
     mats = operands(pair, matrix(gen, size, seed))
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype))
@@ -2358,8 +2358,8 @@ def test_lean_rows_rule(monkeypatch):
     """executor="dataflow" (and executor=None on a GPU) runs a factor pair by the lean rows where
     runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one)
     and rows that fit a lane's CHUNK (a star whose hub comes first, not one whose hub comes last).
-    The defaults it takes: striding programs (lean_programs' count an SM), fused rows, and
-    lean_block_rows' lanes a block and lean_pair_bytes' gap between pairs — PROGRAMS_PER_SM,
+    The defaults it takes: striding programs, fused rows, and lean_defaults' programs an SM,
+    lanes a block and gap between pairs — PROGRAMS_PER_SM,
     LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
     WIDE_LEVELS iterations on average (the 3D grid's at the benchmark sizes; here WIDE_LEVELS is
     lowered to the small grids' widths), else the NARROW_ ones; a gap that is no power of two,

@@ -8,7 +8,7 @@ rule (looks_early) on the prepared runner (reads_every_slot then applies as it w
 `direct:0` / `direct:1`, which overrides writes_row_order (the kernel's stores in row order as
 it goes, or a gather after the kernel), or `slot_bytes:N`, the bytes of output slots a dataflow
 block takes at least in place of slot_stride's sector (128: a cache line), or `pair_bytes:N`,
-the bytes from one lean row's pair to the next's in place of lean_pair_bytes'. An empty
+the bytes from one lean row's pair to the next's in place of lean_defaults'. An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs

@@ -112,8 +112,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   whose levels are wide, this is 17–20 % faster than the values as flags; on the 2D grid, by 16
   lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
   calls replay a CUDA graph too (LEAN_GRAPHS). On narrow levels the pairs lie 64 bytes apart, so
-  that rows on different SMs share no sector (lean_pair_bytes, since 2026-12-04): 2–12 % on the
-  2D grid; and 12 programs an SM run them there, not 16 (lean_programs): 8–12 % more.
+  that rows on different SMs share no sector (lean_defaults, since 2026-12-04): 2–12 % on the
+  2D grid; and 12 programs an SM run them there, not 16: 8–12 % more.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -690,9 +690,9 @@ block instead of 8 slower (0.552, float32 0.433 / 0.433). Wavefront schedule: IL
 against 0.779, IC(0) 0.600 against 0.785. Package CLI, the same call (table_h200_ac_*): ILU(0)
 0.500 ms, 4.99× cuSPARSE (was 4.05×), IC(0) 0.493, 5.16× (was 4.23×), float32 5.94× / 5.88×."""
 LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when block_rows is not given
-NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_block_rows)
+NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_defaults)
 LEAN_PAIR_BYTES = 8          # bytes from one lean row's pair to the next's on wide levels (the pair at least)
-NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_pair_bytes)
+NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_defaults)
 NARROW_LEAN_PROGRAMS_PER_SM = 12   # the lean rows' programs an SM on narrow levels; PROGRAMS_PER_SM on wide ones
 
 
@@ -701,7 +701,7 @@ def runs_lean(tables) -> bool:
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
     hub) and no row has more than CHUNK entries below its diagonal (RowTables.most_lower: a lane
-    holds them, lean_plan's CH). Narrow levels take 16 lanes a block (lean_block_rows). Measured on an H200 (2026-12-03, A/B in one process,
+    holds them, lean_plan's CH). Narrow levels take 16 lanes a block (lean_defaults). Measured on an H200 (2026-12-03, A/B in one process,
     5 rotated rounds, sparse-fusion schedule, every output checked first), ms:
       2D grid 1000², ILU(0) by 16 lanes against the values as flags, three calls: 1.881 against
         1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*,
@@ -709,8 +709,8 @@ def runs_lean(tables) -> bool:
         against 1.962 (lean_graph_ab_*); float32 1.620 against 1.732, wavefront 1.928 against
         2.595, LBC 1.979 against 2.658 (ab_lean_rule2d_*). By 8 lanes 1.954 and 1.989 graphed; 4
         lanes, 8 or 24 programs an SM and 32 lanes slower (2.19, 2.04, 2.15, 4.84) — all with
-        the pairs side by side; since they lie 64 bytes apart (lean_pair_bytes) 12 and 8
-        programs an SM are faster than 16 (lean_programs);
+        the pairs side by side; since they lie 64 bytes apart 12 and 8 programs an SM are
+        faster than 16 (lean_defaults);
       2D grid, IC(0): by 16 lanes it lost while its pair held l_ii (2.210 against 2.090, 2.166
         against 2.081; by 8 lanes 2.470 against 2.047): its square root and two divisions sat on
         each level's critical path, which on this grid's 2 000 levels of 500 rows is a level's
@@ -723,40 +723,33 @@ def runs_lean(tables) -> bool:
     return LEAN_ROWS and bool(tables.factor) and tables.updates_only_diagonal and tables.most_lower <= CHUNK
 
 
-def lean_block_rows(schedule, mats) -> int:
-    """The lean rows' lanes a block when block_rows is not given: LEAN_BLOCK_ROWS on wide levels
-    (_wide), NARROW_LEAN_BLOCK_ROWS on narrow ones (measured in runs_lean)."""
-    return LEAN_BLOCK_ROWS if _wide(schedule, mats) else NARROW_LEAN_BLOCK_ROWS
-
-
-def lean_programs(schedule, mats) -> int:
-    """The lean rows' persistent programs per SM when programs_per_sm is not given: PROGRAMS_PER_SM
-    on wide levels (_wide), NARROW_LEAN_PROGRAMS_PER_SM on narrow ones. On the 2D grid a level
-    holds about 500 rows, 32 blocks of 16, so most of 132 × 16 programs only poll, and once the
-    pairs lay 64 bytes apart (lean_pair_bytes) fewer polling programs left the L2 to the few
-    that work. Measured on an H200 (2026-12-04, A/B in one process, 5 rotated rounds, every
-    output checked first; figures/data/lean_shape_2d_ab_*, lean_programs_2d_ab_*), 2D grid 1000²,
-    sparse-fusion schedule, ms at 16 / 12 / 10 / 8 programs an SM: ILU(0) 1.693 / 1.552 (a second
-    process 1.692 / 1.559 / 1.535 / 1.508), IC(0) 1.505 / 1.352 (1.461 / 1.306 / 1.294 / 1.261),
-    float32 IC(0) 1.350 / 1.190; 24 slower (1.8–2.1). 8 lanes a block at 12 programs: ILU(0) 1.953,
-    IC(0) 1.307. 12 is the count the package CLI measured for every schedule and both dtypes
-    (table_h200_am_*); 10 and 8 were A/B'd on the sparse-fusion schedule's float64 pairs alone."""
-    return PROGRAMS_PER_SM if _wide(schedule, mats) else NARROW_LEAN_PROGRAMS_PER_SM
-
-
-def lean_pair_bytes(schedule, mats) -> int:
-    """Bytes from one lean row's pair to the next's (lean.pair_stride): LEAN_PAIR_BYTES on wide
-    levels (_wide), the pairs side by side, NARROW_LEAN_PAIR_BYTES on narrow ones. On the 2D grid's
-    2 000 narrow levels a hop of the chain is the time; pairs side by side put two rows' pairs
-    (float32: four) in a 32-byte sector, stored and polled by different SMs. Measured on an H200 (2026-12-04,
-    A/B in one process, 5 rotated rounds, every output checked first; figures/data/pair_stride_ab_*,
-    pair_stride_ab2_*), ms, 2D grid 1000², a 64-byte gap against side by side: ILU(0) 1.698 against
-    1.737 (a first run 1.688 against 1.757), IC(0) 1.469 against 1.557 (1.472 against 1.566),
-    float32 1.505 against 1.608 and 1.371 against 1.551; wavefront ILU(0) 1.816 against 1.937, LBC
-    IC(0) 1.618 against 1.748; 32 bytes between, 128 and 256 within 2 % of 64. On the 3D grid (wide
-    levels, 7 500 rows a level) gaps cost: ILU(0) 0.540 / 0.558 against 0.521 by 32 / 64 bytes,
-    IC(0) 0.437 / 0.455 against 0.418, float32 IC(0) by 16 bytes 0.379 against 0.374."""
-    return LEAN_PAIR_BYTES if _wide(schedule, mats) else NARROW_LEAN_PAIR_BYTES
+def lean_defaults(schedule, mats) -> tuple[int, int, int]:
+    """The lean rows' shape where prepare is not given one: (lanes a block, persistent programs per
+    SM, bytes from one row's pair to the next's, lean.pair_stride) — LEAN_BLOCK_ROWS,
+    PROGRAMS_PER_SM and LEAN_PAIR_BYTES (the pairs side by side) on wide levels (_wide), the NARROW_
+    ones on narrow levels. Lanes: measured in runs_lean. Pairs: on the 2D grid's 2 000 narrow
+    levels a hop of the chain is the time, and pairs side by side put two rows' pairs (float32:
+    four) in a 32-byte sector, stored and polled by different SMs. Programs: a 2D level holds about
+    500 rows, 32 blocks of 16, so most of 132 × 16 programs only poll, and once the pairs lay 64
+    bytes apart fewer polling programs left the L2 to the few that work. Measured on an H200
+    (2026-12-04, A/B in one process, 5 rotated rounds, every output checked first), ms:
+      the gap (figures/data/pair_stride_ab_*, pair_stride_ab2_*), 2D grid 1000², 64 bytes against
+        side by side: ILU(0) 1.698 against 1.737 (a first run 1.688 against 1.757), IC(0) 1.469
+        against 1.557 (1.472 against 1.566), float32 1.505 against 1.608 and 1.371 against 1.551;
+        wavefront ILU(0) 1.816 against 1.937, LBC IC(0) 1.618 against 1.748; 32 bytes between, 128
+        and 256 within 2 % of 64. On the 3D grid (wide levels, 7 500 rows a level) gaps cost:
+        ILU(0) 0.540 / 0.558 against 0.521 by 32 / 64 bytes, IC(0) 0.437 / 0.455 against 0.418,
+        float32 IC(0) by 16 bytes 0.379 against 0.374;
+      the programs (lean_shape_2d_ab_*, lean_programs_2d_ab_*), 2D grid, sparse-fusion schedule,
+        pairs 64 bytes apart, at 16 / 12 / 10 / 8 programs an SM: ILU(0) 1.693 / 1.552 (a second
+        process 1.692 / 1.559 / 1.535 / 1.508), IC(0) 1.505 / 1.352 (1.461 / 1.306 / 1.294 /
+        1.261), float32 IC(0) 1.350 / 1.190; 24 slower (1.8–2.1). 8 lanes a block at 12 programs:
+        ILU(0) 1.953, IC(0) 1.307. 12 is the count the package CLI measured for every schedule and
+        both dtypes (table_h200_am_*); 10 and 8 were A/B'd on the sparse-fusion schedule's float64
+        pairs alone."""
+    if _wide(schedule, mats):
+        return LEAN_BLOCK_ROWS, PROGRAMS_PER_SM, LEAN_PAIR_BYTES
+    return NARROW_LEAN_BLOCK_ROWS, NARROW_LEAN_PROGRAMS_PER_SM, NARROW_LEAN_PAIR_BYTES
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
@@ -1260,7 +1253,7 @@ class Prepared:
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         self.graph, self.eager_calls = None, 0      # a factor pair's graph, captured by its second call (_graphed)
         if lean:
-            self.pair_stride = pair_stride(lean_pair_bytes(schedule, problem.matrices), dtype)
+            self.pair_stride = pair_stride(lean_defaults(schedule, problem.matrices)[2], dtype)
             self.plan = schedule.cached(("t3_lean", tickets, block_rows, fuse_rows, str(device)),
                                         lambda: lean_plan(schedule, problem.matrices, self.tables, block_rows, tickets,
                                                           PLAN_TIES, fuse_rows, device))
@@ -1375,8 +1368,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     puts both in one partition (fused_rows; None: fuses_rows; not with tickets "schedule", which
     then runs them apart); lean, whether the dataflow executor runs a factor pair by the lean
     rows (tiers/kernels/sparse_fusion_executors/lean.py: only where every update lands on a
-    diagonal; None: runs_lean), whose programs stride (programs_per_sm None: lean_programs;
-    block_rows None: lean_block_rows) and poll without a nap (nap_ns is not theirs)."""
+    diagonal; None: runs_lean), whose programs stride (programs_per_sm and block_rows None:
+    lean_defaults'; the gap between its pairs too) and poll without a nap (nap_ns is not theirs)."""
     problem = validate_sparse_fusion(pair, matrices, like, schedule, tier="t3_triton_fused")
     if executor is not None and executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)} or None, got {executor!r}")
@@ -1417,9 +1410,10 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     kernel = kernel_of(executor, pair)
     lean = _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, tickets)
     if lean:
-        programs_per_sm = lean_programs(schedule, problem.matrices) if programs_per_sm is None else programs_per_sm
+        R, P, _ = lean_defaults(schedule, problem.matrices)
+        programs_per_sm = P if programs_per_sm is None else programs_per_sm
         claim = "stride"
-        block_rows = lean_block_rows(schedule, problem.matrices) if block_rows is None else block_rows
+        block_rows = R if block_rows is None else block_rows
     if executor in ONE_WARP and num_warps != 1:
         raise ValueError(f"executor {executor!r} runs one warp per program (ONE_WARP), got num_warps={num_warps}")
     if programs_per_sm is None:

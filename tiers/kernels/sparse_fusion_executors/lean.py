@@ -13,7 +13,7 @@ a row reads two values of each row k it depends on, the pivot and x_k, and nothi
 being computed. So one lane runs a row, and each row stores its pivot and x side by side, PX[s·i]
 and PX[s·i + 1], by one 8- or 16-byte store (st.global.v2 in inline PTX); a row polls the pairs of
 its rows k until neither half holds the sentinel, each pair by one load. The pairs lie s entries
-apart (pair_stride; t3 picks the bytes, lean_pair_bytes): side by side where levels are wide,
+apart (pair_stride; t3 picks the bytes, lean_defaults): side by side where levels are wide,
 a 64-byte gap apart where they are narrow and each hop of the chain counts. Stored apart (the pivot
 in the factor, x in the vector), on an H200 the second value became visible about one L2 round
 trip after the first, whatever order they were stored in: the 3D grid's hop on the critical path
