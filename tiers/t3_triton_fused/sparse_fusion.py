@@ -113,7 +113,7 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
   calls replay a CUDA graph too (LEAN_GRAPHS). On narrow levels the pairs lie 64 bytes apart, so
   that rows on different SMs share no sector (lean_defaults, since 2026-12-04): 2–12 % on the
-  2D grid; and 12 programs an SM run them there, not 16: 8–12 % more.
+  2D grid; and 8 programs an SM run them there, not 16: 10–14 % more.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -693,7 +693,7 @@ LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when
 NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_defaults)
 LEAN_PAIR_BYTES = 8          # bytes from one lean row's pair to the next's on wide levels (the pair at least)
 NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_defaults)
-NARROW_LEAN_PROGRAMS_PER_SM = 12   # the lean rows' programs an SM on narrow levels; PROGRAMS_PER_SM on wide ones
+NARROW_LEAN_PROGRAMS_PER_SM = 8    # the lean rows' programs an SM on narrow levels; PROGRAMS_PER_SM on wide ones
 
 
 def runs_lean(tables) -> bool:
@@ -709,8 +709,8 @@ def runs_lean(tables) -> bool:
         against 1.962 (lean_graph_ab_*); float32 1.620 against 1.732, wavefront 1.928 against
         2.595, LBC 1.979 against 2.658 (ab_lean_rule2d_*). By 8 lanes 1.954 and 1.989 graphed; 4
         lanes, 8 or 24 programs an SM and 32 lanes slower (2.19, 2.04, 2.15, 4.84) — all with
-        the pairs side by side; since they lie 64 bytes apart 12 and 8 programs an SM are
-        faster than 16 (lean_defaults);
+        the pairs side by side; since they lie 64 bytes apart 8 programs an SM are faster
+        than 16 (lean_defaults);
       2D grid, IC(0): by 16 lanes it lost while its pair held l_ii (2.210 against 2.090, 2.166
         against 2.081; by 8 lanes 2.470 against 2.047): its square root and two divisions sat on
         each level's critical path, which on this grid's 2 000 levels of 500 rows is a level's
@@ -744,9 +744,12 @@ def lean_defaults(schedule, mats) -> tuple[int, int, int]:
         pairs 64 bytes apart, at 16 / 12 / 10 / 8 programs an SM: ILU(0) 1.693 / 1.552 (a second
         process 1.692 / 1.559 / 1.535 / 1.508), IC(0) 1.505 / 1.352 (1.461 / 1.306 / 1.294 /
         1.261), float32 IC(0) 1.350 / 1.190; 24 slower (1.8–2.1). 8 lanes a block at 12 programs:
-        ILU(0) 1.953, IC(0) 1.307. 12 is the count the package CLI measured for every schedule and
-        both dtypes (table_h200_am_*); 10 and 8 were A/B'd on the sparse-fusion schedule's float64
-        pairs alone."""
+        ILU(0) 1.953, IC(0) 1.307. The package CLI then ran 12 (table_h200_am_*); against 8 and 6
+        on every schedule and both dtypes (lean_programs_narrow_ab_*, 12 / 8 / 6): sparse fusion
+        ILU(0) 1.580 / 1.559 / 1.576, float32 1.368 / 1.328 / 1.331, IC(0) 1.315 / 1.280 / 1.283,
+        float32 1.205 / 1.169 / 1.178; wavefront ILU(0) 1.670 / 1.669 / 1.702, IC(0) 1.471 /
+        1.455 / 1.482; LBC ILU(0) 1.669 / 1.646 / 1.695, IC(0) 1.473 / 1.458 / 1.485. 8 wins or
+        ties all eight, by 0–3 %, and is the rule."""
     if _wide(schedule, mats):
         return LEAN_BLOCK_ROWS, PROGRAMS_PER_SM, LEAN_PAIR_BYTES
     return NARROW_LEAN_BLOCK_ROWS, NARROW_LEAN_PROGRAMS_PER_SM, NARROW_LEAN_PAIR_BYTES
