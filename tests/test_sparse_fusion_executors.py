@@ -2359,7 +2359,7 @@ def test_lean_rows_rule(monkeypatch):
     runs_lean says so: updates only on diagonals (the 5- and 7-point grids, not the 27-point one)
     and rows that fit a lane's CHUNK (a star whose hub comes first, not one whose hub comes last).
     The defaults it takes: striding programs, fused rows, and lean_defaults' programs an SM,
-    lanes a block and gap between pairs — PROGRAMS_PER_SM,
+    lanes a block and gap between pairs — LEAN_PROGRAMS_PER_SM on every level,
     LEAN_BLOCK_ROWS and LEAN_PAIR_BYTES where levels hold
     WIDE_LEVELS iterations on average (the 3D grid's at the benchmark sizes; here WIDE_LEVELS is
     lowered to the small grids' widths), else the NARROW_ ones; a gap that is no power of two,
@@ -2380,7 +2380,7 @@ def test_lean_rows_rule(monkeypatch):
             assert run.lean is want and run.data is not want
             if want:
                 R = t3.LEAN_BLOCK_ROWS if A is A3 else t3.NARROW_LEAN_BLOCK_ROWS
-                P = t3.PROGRAMS_PER_SM if A is A3 else t3.NARROW_LEAN_PROGRAMS_PER_SM
+                P = t3.LEAN_PROGRAMS_PER_SM
                 assert (run.block_rows, run.programs_per_sm, run.claim) == (R, P, "stride")
                 gap = t3.LEAN_PAIR_BYTES if A is A3 else t3.NARROW_LEAN_PAIR_BYTES
                 assert run.pair_stride == t3_lean.pair_stride(gap, v.dtype)

@@ -113,7 +113,8 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   lanes a block, 6–8 % on ILU(0) and, since IC(0)'s pairs hold 1/l_ii, 16–24 % on IC(0). Their
   calls replay a CUDA graph too (LEAN_GRAPHS). On narrow levels the pairs lie 64 bytes apart, so
   that rows on different SMs share no sector (lean_defaults, since 2026-12-04): 2–12 % on the
-  2D grid; and 8 programs an SM run them there, not 16: 10–14 % more.
+  2D grid; and 8 programs an SM run them, not 16: 10–14 % more on the 2D grid, 0–13 % on the
+  3D grid.
 
   Persistent programs (dataflow, chains, segments; PROGRAMS_PER_SM). Instead of one program per
   block — 500 000 one-warp programs on a 1M-row grid, each started and retired by the hardware
@@ -693,7 +694,7 @@ LEAN_BLOCK_ROWS = 8          # the lean rows' lanes a block on wide levels, when
 NARROW_LEAN_BLOCK_ROWS = 16  # and on narrow levels (lean_defaults)
 LEAN_PAIR_BYTES = 8          # bytes from one lean row's pair to the next's on wide levels (the pair at least)
 NARROW_LEAN_PAIR_BYTES = 64  # and on narrow levels (lean_defaults)
-NARROW_LEAN_PROGRAMS_PER_SM = 8    # the lean rows' programs an SM on narrow levels; PROGRAMS_PER_SM on wide ones
+LEAN_PROGRAMS_PER_SM = 8     # the lean rows' persistent programs an SM, on narrow and wide levels (lean_defaults)
 
 
 def runs_lean(tables) -> bool:
@@ -725,9 +726,9 @@ def runs_lean(tables) -> bool:
 
 def lean_defaults(schedule, mats) -> tuple[int, int, int]:
     """The lean rows' shape where prepare is not given one: (lanes a block, persistent programs per
-    SM, bytes from one row's pair to the next's, lean.pair_stride) — LEAN_BLOCK_ROWS,
-    PROGRAMS_PER_SM and LEAN_PAIR_BYTES (the pairs side by side) on wide levels (_wide), the NARROW_
-    ones on narrow levels. Lanes: measured in runs_lean. Pairs: on the 2D grid's 2 000 narrow
+    SM, bytes from one row's pair to the next's, lean.pair_stride) — LEAN_BLOCK_ROWS and
+    LEAN_PAIR_BYTES (the pairs side by side) on wide levels (_wide), the NARROW_ ones on narrow
+    levels, and LEAN_PROGRAMS_PER_SM on both. Lanes: measured in runs_lean. Pairs: on the 2D grid's 2 000 narrow
     levels a hop of the chain is the time, and pairs side by side put two rows' pairs (float32:
     four) in a 32-byte sector, stored and polled by different SMs. Programs: a 2D level holds about
     500 rows, 32 blocks of 16, so most of 132 × 16 programs only poll, and once the pairs lay 64
@@ -749,10 +750,17 @@ def lean_defaults(schedule, mats) -> tuple[int, int, int]:
         ILU(0) 1.580 / 1.559 / 1.576, float32 1.368 / 1.328 / 1.331, IC(0) 1.315 / 1.280 / 1.283,
         float32 1.205 / 1.169 / 1.178; wavefront ILU(0) 1.670 / 1.669 / 1.702, IC(0) 1.471 /
         1.455 / 1.482; LBC ILU(0) 1.669 / 1.646 / 1.695, IC(0) 1.473 / 1.458 / 1.485. 8 wins or
-        ties all eight, by 0–3 %, and is the rule."""
+        ties all eight, by 0–3 %, and is the rule;
+      the programs on wide levels (lean_programs_3d_ab_*), 3D grid 100³, at 16 (PROGRAMS_PER_SM, the
+        rule before) / 12 / 20 / 8: sparse fusion ILU(0) 0.492 / 0.484 / 0.512 / 0.491, float32
+        0.427 / 0.413 / 0.473 / 0.418, IC(0) 0.415 / 0.399 / 0.431 / 0.404, float32 0.394 / 0.374 /
+        0.423 / 0.345 (rounds bimodal, 0.34–0.40, in every runner); wavefront ILU(0) 0.647 / 0.636
+        / 0.664 / 0.639, IC(0) 0.532 / 0.519 / 0.560 / 0.508. 8 and 12 both beat 16 (by 0–13 %),
+        12 ahead of 8 in four cases of six by 0.5–1.4 %, 8 ahead in two (2 and 8 %) and in the sum;
+        so one count, 8, for every level."""
     if _wide(schedule, mats):
-        return LEAN_BLOCK_ROWS, PROGRAMS_PER_SM, LEAN_PAIR_BYTES
-    return NARROW_LEAN_BLOCK_ROWS, NARROW_LEAN_PROGRAMS_PER_SM, NARROW_LEAN_PAIR_BYTES
+        return LEAN_BLOCK_ROWS, LEAN_PROGRAMS_PER_SM, LEAN_PAIR_BYTES
+    return NARROW_LEAN_BLOCK_ROWS, LEAN_PROGRAMS_PER_SM, NARROW_LEAN_PAIR_BYTES
 
 
 # ---------------------------------------------------------------- the flag executor: plan, launch, graphs
