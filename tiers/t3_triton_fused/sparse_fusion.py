@@ -312,7 +312,16 @@ resident_check_*), ILU(0) / IC(0), one program per block (two runs) against stri
 16; taking tickets at 16 per SM was no faster than striding. No count wins everywhere, so one
 program per block stays: these kernels are bound by their rows' work (ncu on the 27-point ILU(0),
 figures/data/ncu_flag_ilu27_*: 113 registers, 16 programs an SM, 44 % of the cycles between a
-warp's instructions waiting on L1TEX loads), not by the tickets."""
+warp's instructions waiting on L1TEX loads), not by the tickets. Checked again on an H200 for the
+factor pairs the values-as-flags kernel runs (2026-12-04, dataflow executor, sparse-fusion
+schedule, A/B in one process, 5 rotated rounds, outputs checked, figures/data/flag_stride_h200_ab_*;
+ms, one program per block against striding at 4 / 8 / 16 an SM): 27-point ILU(0) 1.780 against
+3.899 / 2.474 / 2.136, IC(0) 1.758 against 3.651 / 2.268 / 1.906; power-law ILU(0) 1.087 against
+2.753 / 1.606 / 1.100, IC(0) 0.606 against 1.927 / 1.139 / 0.733. Striding calls are not replayed
+as graphs (replays_graph); with replays_graph patched so that they are (a second process,
+figures/data/flag_stride_graphed_ab_*, one program per block against 12 / 16 an SM): 27-point
+ILU(0) 1.781 against 2.150 / 2.098, IC(0) 1.762 against 1.954 / 1.848, power-law ILU(0) 1.102
+against 1.251 / 1.115, IC(0) 0.601 against 0.814 / 0.686."""
 FUSE_ROWS = True
 """The flag executor's default for fuse_rows (fused_rows): run a factor pair's solve row in the
 program of its factor row wherever the schedule puts the two in one partition. Measured on the
