@@ -711,8 +711,9 @@ def runs_lean(tables) -> bool:
     the flag executor's kernel with the values as flags: where every update lands on a diagonal
     (RowTables.updates_only_diagonal: the 5- and 7-point grids, in any order, but also a star's
     hub) and no row has more than CHUNK entries below its diagonal (RowTables.most_lower: a lane
-    holds them, lean_plan's CH). Narrow levels take 16 lanes a block (lean_defaults). Measured on an H200 (2026-12-03, A/B in one process,
-    5 rotated rounds, sparse-fusion schedule, every output checked first), ms:
+    holds them, lean_plan's CH). Narrow levels take 16 lanes a block (lean_defaults). Measured on
+    an H200 (2026-12-03, A/B in one process, 5 rotated rounds, sparse-fusion schedule, every
+    output checked first), ms:
       2D grid 1000², ILU(0) by 16 lanes against the values as flags, three calls: 1.881 against
         1.943, 1.796 against 1.930 / 1.926 (figures/data/ab_lean_2d_shapes_*, ab_lean_wide_blocks_*,
         the lean rows launched as they came), and, replaying their graph (LEAN_GRAPHS), 1.796
@@ -737,11 +738,12 @@ def lean_defaults(schedule, mats) -> tuple[int, int, int]:
     """The lean rows' shape where prepare is not given one: (lanes a block, persistent programs per
     SM, bytes from one row's pair to the next's, lean.pair_stride) — LEAN_BLOCK_ROWS and
     LEAN_PAIR_BYTES (the pairs side by side) on wide levels (_wide), the NARROW_ ones on narrow
-    levels, and LEAN_PROGRAMS_PER_SM on both. Lanes: measured in runs_lean. Pairs: on the 2D grid's 2 000 narrow
-    levels a hop of the chain is the time, and pairs side by side put two rows' pairs (float32:
-    four) in a 32-byte sector, stored and polled by different SMs. Programs: a 2D level holds about
-    500 rows, 32 blocks of 16, so most of 132 × 16 programs only poll, and once the pairs lay 64
-    bytes apart fewer polling programs left the L2 to the few that work. Measured on an H200
+    levels, and LEAN_PROGRAMS_PER_SM on both. Lanes: measured in runs_lean. Pairs: on the 2D
+    grid's 2 000 narrow levels a hop of the chain is the time, and pairs side by side put two
+    rows' pairs (float32: four) in a 32-byte sector, stored and polled by different SMs.
+    Programs: a 2D level holds about 500 rows, 32 blocks of 16, so most of the 132 × 16 programs
+    of the rule before only polled, and once the pairs lay 64 bytes apart fewer polling programs
+    left the L2 to the few that work. Measured on an H200
     (2026-12-04, A/B in one process, 5 rotated rounds, every output checked first), ms:
       the gap (figures/data/pair_stride_ab_*, pair_stride_ab2_*), 2D grid 1000², 64 bytes against
         side by side: ILU(0) 1.698 against 1.737 (a first run 1.688 against 1.757), IC(0) 1.469
@@ -763,7 +765,7 @@ def lean_defaults(schedule, mats) -> tuple[int, int, int]:
       the programs on wide levels (lean_programs_3d_ab_*), 3D grid 100³, at 16 (PROGRAMS_PER_SM, the
         rule before) / 12 / 20 / 8: sparse fusion ILU(0) 0.492 / 0.484 / 0.512 / 0.491, float32
         0.427 / 0.413 / 0.473 / 0.418, IC(0) 0.415 / 0.399 / 0.431 / 0.404, float32 0.394 / 0.374 /
-        0.423 / 0.345 (rounds bimodal, 0.34–0.40, in every runner); wavefront ILU(0) 0.647 / 0.636
+        0.423 / 0.345 (rounds bimodal, 0.34–0.42, in every runner); wavefront ILU(0) 0.647 / 0.636
         / 0.664 / 0.639, IC(0) 0.532 / 0.519 / 0.560 / 0.508. 8 and 12 both beat 16 (by 0–13 %),
         12 ahead of 8 in four cases of six by 0.5–1.4 %, 8 ahead in two (2 and 8 %) and in the sum;
         so one count, 8, for every level."""
