@@ -217,6 +217,38 @@ def test_joint_dag_and_levels_by_brute_force(gen, pair):
         assert level[v] == 1 + max((level[u] for u in deps[v]), default=-1)
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), edges=st.integers(0, 120), runs=st.integers(0, 3), seed=st.integers(0, 2**16))
+def test_dag_from_edges_and_levels_by_brute_force(n, edges, runs, seed):
+    """dag_from_edges groups the edges by v, each group sorted by u, whatever order they come in:
+    shuffled, sorted (no sort then) or in a few sorted runs (a stable sort merges them), repeated
+    edges kept; and wavefront_levels gives the longest path from a source, an edge listed twice
+    counting as the one dependence it is."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0, n, edges)
+    u = rng.integers(0, n, edges) % np.maximum(v, 1)      # u < v: acyclic
+    keep = u < v
+    u, v = u[keep], v[keep]
+    if runs == 0:
+        order = rng.permutation(len(u))
+    else:                                                  # `runs` sorted pieces, one after another
+        piece = rng.integers(0, runs, len(u))
+        order = np.lexsort((u, v, piece))
+    u, v = u[order], v[order]
+    dag = sd.dag_from_edges(u, v, n)
+    want = sorted(zip(v.tolist(), u.tolist()))
+    got = [(x, int(w)) for x in range(n) for w in dag.idx[dag.ptr[x]:dag.ptr[x + 1]]]
+    assert got == want
+    level = sd.wavefront_levels(dag)
+    deps = {x: set() for x in range(n)}
+    for a, b in zip(u.tolist(), v.tolist()):
+        deps[b].add(a)
+    brute = {}
+    for x in range(n):                                     # u < v: ids are a topological order
+        brute[x] = 1 + max((brute[a] for a in deps[x]), default=-1)
+    assert level.tolist() == [brute[x] for x in range(n)]
+
+
 def test_wavefront_levels_reject_a_cycle():
     dag = sd.DAG(np.array([0, 1, 2, 3]), np.array([2, 0, 1]), 3)
     with pytest.raises(ValueError, match="cycle"):

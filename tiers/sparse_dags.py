@@ -223,11 +223,19 @@ def dag_from_edges(u, v, n1, n2=0) -> DAG:
     of the key v·n + u, not np.lexsort of the two: the same (u, v) order, about 4× faster on the
     power-law graph's joint DAG (7M edges: 0.52 s against 2.10 on the development machine's CPU,
     2026-11-29), and the inspectors build several such DAGs: on that graph they now take 1.8–2.5×
-    less time, with the same schedules (figures/data/inspector_sort_cpu_2026-11-29.txt)."""
+    less time, with the same schedules (figures/data/inspector_sort_cpu_2026-11-29.txt). The
+    edges mostly come from CSR rows, already in that order (a kernel's DAG) or in a few sorted
+    runs (the joint DAG: each kernel's edges, then the edges between them): no sort where they
+    are sorted, else a stable one, a merge of the runs (timsort), not a quicksort that ignores
+    them — the 3D grid's ILU(0) joint DAG in 0.19 s against 1.13, the 27-point one's in 0.02
+    against 1.0 (figures/data/inspector_stable_sort_cpu_*). Equal keys are equal edges, so the
+    result is the same whichever sort."""
     n = n1 + n2
     u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
-    order = np.argsort(v * max(n, 1) + u)
-    u, v = u[order], v[order]
+    key = v * max(n, 1) + u
+    if key.size and not (key[1:] >= key[:-1]).all():
+        order = np.argsort(key, kind="stable")
+        u, v = u[order], v[order]
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(v, minlength=n), out=ptr[1:])
     return DAG(ptr, u, n1, n2)
@@ -336,14 +344,17 @@ def wavefront_levels(dag: DAG, reverse: DAG | None = None) -> np.ndarray:
     """Level of every iteration: 0 without dependences, else 1 + the largest level among them
     (the longest path from a source). Kahn's algorithm one frontier at a time: each step is a
     few NumPy calls over the frontier's successors, so the cost is O(edges) plus O(levels)
-    calls. reverse: dag.reversed(), if the caller has it (the levels of a reversed DAG take the
-    DAG itself: one reversal, 0.3 s on the power-law graph's 10M-edge joint DAG, saved). Raises
-    ValueError on a cycle."""
+    calls; the in-degrees fall by np.subtract.at rather than by np.unique's counts, whose sort
+    took about half the time (1.3–2× faster on the benchmark DAGs, the same levels:
+    figures/data/inspector_stable_sort_cpu_*). reverse: dag.reversed(), if the caller has it
+    (the levels of a reversed DAG take the DAG itself: one reversal, 0.3 s on the power-law
+    graph's 10M-edge joint DAG, saved). Raises ValueError on a cycle."""
     n = dag.n
     indeg = np.diff(dag.ptr).astype(np.int64)
     rev = reverse if reverse is not None else dag.reversed()
     succ, sptr = rev.idx, rev.ptr
     level = np.full(n, -1, dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)
     frontier = np.flatnonzero(indeg == 0)
     lvl = 0
     while frontier.size:
@@ -351,9 +362,12 @@ def wavefront_levels(dag: DAG, reverse: DAG | None = None) -> np.ndarray:
         _, at = expand_ranges(sptr[frontier], sptr[frontier + 1])
         if at.size == 0:
             break
-        touched, count = np.unique(succ[at], return_counts=True)
-        indeg[touched] -= count
-        frontier = touched[indeg[touched] == 0]
+        touched = succ[at]
+        np.subtract.at(indeg, touched, 1)
+        free = touched[indeg[touched] == 0]     # each once per edge into it from the frontier
+        k = np.arange(free.size)
+        slot[free] = k                          # one of its positions survives: keep that one
+        frontier = free[slot[free] == k]
         lvl += 1
     if (level < 0).any():
         v0 = int(np.flatnonzero(level < 0)[0])
