@@ -378,16 +378,22 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     if READY_ORDER and tables.longest > C:
         order = in_ready_order(tables, where, C)
         ent_aux, ent_val = ent_aux[order], ent_val[order]
-    e = lane["start"][:, None] + np.arange(C)[None, :]
-    m = e < lane["end"][:, None]
-    px, pv = np.full((S, C), -1, dtype=np.int64), np.full((S, C), -1, dtype=np.int64)
-    px[m], pv[m] = where[ent_aux[e[m]]], ent_val[e[m]]
+    # a lane's record holds its row's first `used` entries: placed entry by entry, in int32 (the
+    # kernels' type), not through [S, C] index and mask arrays of int64: prepare 1.1-1.7x faster
+    # on the grids' vector pairs, the same tables (figures/data/prepare_records_cpu_2026-12-04.txt)
+    used = np.clip(lane["end"] - lane["start"], 0, C)
+    at_slot = np.repeat(np.arange(S), used)
+    k = np.arange(len(at_slot)) - np.repeat(np.cumsum(used) - used, used)
+    e = np.repeat(lane["start"], used) + k
+    px, pv = np.full((S, C), -1, dtype=np.int32), np.full((S, C), -1, dtype=np.int32)
+    px[at_slot, k], pv[at_slot, k] = where[ent_aux[e]], ent_val[e]
     if fold:
         own = np.flatnonzero(lane["rhs"] >= 0)
-        at = m[own].sum(1)
-        px[own, at], pv[own, at], m[own, at] = lane["rhs"][own], -2, True
+        at = used[own]
+        px[own, at], pv[own, at] = lane["rhs"][own], -2
+        used[own] += 1
         lane["rhs"][own] = -1
-    width = m.sum(1).reshape(B, R).max(1, initial=0)
+    width = used.reshape(B, R).max(1, initial=0)
     read = np.zeros(tables.vec_len, dtype=bool)             # VEC positions some row reads
     read[tables.ent_aux] = True
     read[tables.rhs[tables.rhs >= 0]] = True
@@ -395,7 +401,7 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     host = {k: v.astype(np.int32) for k, v in lane.items()}
     if not awaited.all():
         host["awaited"] = awaited.astype(np.int8)
-    host.update(px=px.ravel().astype(np.int32), pv=pv.ravel().astype(np.int32), width=width.astype(np.int32),
+    host.update(px=px.ravel(), pv=pv.ravel(), width=width.astype(np.int32),
                 ent_vec=where[ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
     if ent_val is not tables.ent_val:
         host["ent_val"] = ent_val.astype(np.int32)
