@@ -182,7 +182,7 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     padding), for a pattern whose updates all land on a diagonal (RowTables.updates_only_diagonal,
     which prepare checks). Depends on the pattern only."""
     n1 = tables.n1
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, fuse_rows, ties=ties)[:2]
+    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, fuse_rows, ties=ties, waits=False)[:2]
     fuse = fused_rows(schedule, mats) if fuse_rows else np.full(n1, -1)
     B = len(blk_ptr) - 1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], np.diff(blk_ptr)) + np.arange(len(seq))

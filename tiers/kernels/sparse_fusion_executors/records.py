@@ -361,7 +361,7 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     C = record_chunk(tables)
     lens = np.diff(tables.ent_ptr)
     alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone, ties="ids")[:2]
+    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone, ties="ids", waits=False)[:2]
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
