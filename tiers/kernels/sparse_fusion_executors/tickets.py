@@ -245,7 +245,7 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
         raise AssertionError(f"tickets={tickets!r}: a block would wait for itself or a later block")
     if not waits:
         return blk_ptr, seq, None, None
-    waits = dags.distinct(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
+    pairs = dags.distinct(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
     dep_ptr = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(np.bincount(waits // max(B, 1), minlength=B), out=dep_ptr[1:])
-    return blk_ptr, seq, dep_ptr, waits % max(B, 1)
+    np.cumsum(np.bincount(pairs // max(B, 1), minlength=B), out=dep_ptr[1:])
+    return blk_ptr, seq, dep_ptr, pairs % max(B, 1)
