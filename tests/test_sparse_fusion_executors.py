@@ -845,15 +845,15 @@ def test_ticket_order_never_waits_on_itself_or_the_future(gen, size, seed, pair,
     has a lower ticket than v's (so not the same block: its lanes run at once, and a program
     only ever waits for programs that already hold a ticket); v's block lists u's among the
     blocks it waits for, and lists nothing else. With `alone` (a random share `lonely` of the
-    iterations) each of those is a block by itself. waits=False gives the same blocks, without
+    iterations) each of those is a block by itself. ticket_cut gives the same blocks, without
     the waits."""
     mats = operands(pair, matrix(gen, size, seed))
     s = fs.inspect(pair, *mats, kind=kind, workers=workers)
     n = s.n1 + s.n2
     alone = np.random.default_rng(seed).random(n) < lonely if lonely else None
     blk_ptr, seq, dep_ptr, dep_blk = t3.ticket_blocks(s, mats, R, tickets, alone=alone)
-    same_ptr, same_seq, none_ptr, none_blk = t3.ticket_blocks(s, mats, R, tickets, alone=alone, waits=False)
-    assert np.array_equal(same_ptr, blk_ptr) and np.array_equal(same_seq, seq) and none_ptr is none_blk is None
+    same_ptr, same_seq = t3_tickets.ticket_cut(s, mats, R, tickets, alone=alone)
+    assert np.array_equal(same_ptr, blk_ptr) and np.array_equal(same_seq, seq)
     assert sorted(seq.tolist()) == list(range(n))
     sizes = np.diff(blk_ptr)
     assert blk_ptr[0] == 0 and blk_ptr[-1] == n and sizes.min() >= 1 and sizes.max() <= R

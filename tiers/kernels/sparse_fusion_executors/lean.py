@@ -44,7 +44,7 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import _launch_claimed, _slots_from
-from tiers.kernels.sparse_fusion_executors.tickets import fused_rows, ticket_blocks
+from tiers.kernels.sparse_fusion_executors.tickets import fused_rows, ticket_cut
 from tiers.kernels.sparse_rows import ILU, SENTINEL, _div, _pending, ic_pivot
 from tiers.validation import interpreting
 
@@ -182,7 +182,7 @@ def lean_plan(schedule, mats, tables, R, tickets, ties, fuse_rows, device):
     padding), for a pattern whose updates all land on a diagonal (RowTables.updates_only_diagonal,
     which prepare checks). Depends on the pattern only."""
     n1 = tables.n1
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, fuse_rows, ties=ties, waits=False)[:2]
+    blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, fuse_rows, ties=ties)
     fuse = fused_rows(schedule, mats) if fuse_rows else np.full(n1, -1)
     B = len(blk_ptr) - 1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], np.diff(blk_ptr)) + np.arange(len(seq))

@@ -8,9 +8,10 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
-from tiers.kernels.sparse_fusion_executors.tickets import ticket_blocks
+from tiers.kernels.sparse_fusion_executors.tickets import ticket_cut
 from tiers.kernels.sparse_rows import CHUNK, tail_sum, vec_await_at, vec_look_at
 
 
@@ -361,7 +362,7 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     C = record_chunk(tables)
     lens = np.diff(tables.ent_ptr)
     alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
-    blk_ptr, seq = ticket_blocks(schedule, mats, R, tickets, alone=alone, ties="ids", waits=False)[:2]
+    blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, alone=alone, ties="ids")
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
@@ -382,9 +383,8 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     # kernels' type), not through [S, C] index and mask arrays of int64: prepare 1.1-1.7x faster
     # on the grids' vector pairs, the same tables (figures/data/prepare_records_cpu_2026-12-04.txt)
     used = np.clip(lane["end"] - lane["start"], 0, C)
-    at_slot = np.repeat(np.arange(S), used)
-    k = np.arange(len(at_slot)) - np.repeat(np.cumsum(used) - used, used)
-    e = np.repeat(lane["start"], used) + k
+    at_slot, e = dags.expand_ranges(lane["start"], lane["start"] + used)
+    k = e - lane["start"][at_slot]
     px, pv = np.full((S, C), -1, dtype=np.int32), np.full((S, C), -1, dtype=np.int32)
     px[at_slot, k], pv[at_slot, k] = where[ent_aux[e]], ent_val[e]
     if fold:

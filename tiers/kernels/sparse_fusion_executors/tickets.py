@@ -203,7 +203,7 @@ def ticket_order(schedule, mats, tickets: str = "dag", fuse_rows: bool = False, 
 
 
 def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None,
-                  ties: str = "schedule", waits: bool = True):
+                  ties: str = "schedule"):
     """The sync-free executor's blocks in ticket order, as (blk_ptr, blk_iter, dep_ptr, dep_blk):
     block t runs iterations blk_iter[blk_ptr[t]:blk_ptr[t+1]] and waits for the blocks
     dep_blk[dep_ptr[t]:dep_ptr[t+1]]. With fuse_rows, an iteration i with fused_rows(...)[i] ≥ 0
@@ -227,25 +227,36 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
     (level, step) cut into blocks of at most R — the schedule's own grouping, with the chains
     inside its partitions. Either way the iterations of a block are independent of each other
     and every dependence lies in an earlier block. `alone` (a mask over the iterations): each
-    of these gets a block of its own. waits=False: dep_ptr and dep_blk are None, for the plans
-    whose rows poll their entries instead of waiting for blocks (the dataflow records, the lean
-    rows); their dedupe is a sort of one key per edge (0.7 s of the 3D grid's prepare on the
-    development machine's CPU; without it prepare 1.06–1.57× faster on the grids' vector pairs,
+    of these gets a block of its own. The blocks alone are ticket_cut's."""
+    blk_ptr, seq, block_of, (u, v) = _cut(schedule, mats, R, tickets, fuse_rows, alone, ties)
+    B = len(blk_ptr) - 1
+    pairs = dags.distinct(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
+    dep_ptr = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(np.bincount(pairs // max(B, 1), minlength=B), out=dep_ptr[1:])
+    return blk_ptr, seq, dep_ptr, pairs % max(B, 1)
+
+
+def ticket_cut(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None,
+               ties: str = "schedule"):
+    """ticket_blocks' (blk_ptr, blk_iter) without the waits, for the plans whose rows poll their
+    entries instead of waiting for blocks (the dataflow records, the lean rows): the waits'
+    dedupe is a sort of one key per edge (0.7 s of the 3D grid's prepare on the development
+    machine's CPU; without it prepare 1.06–1.57× faster on the grids' vector pairs,
     figures/data/prepare_waits_cpu_2026-12-04.txt)."""
+    return _cut(schedule, mats, R, tickets, fuse_rows, alone, ties)[:2]
+
+
+def _cut(schedule, mats, R, tickets, fuse_rows, alone, ties):
+    """(blk_ptr, blk_iter, each iteration's block, the DAG's edges (u, v)), checked: no block
+    waits for itself or a later one."""
     n = schedule.n1 + schedule.n2
     seq, g = ticket_order(schedule, mats, tickets, fuse_rows, ties)
     dag = _ticket_graph(schedule, mats, fuse_rows)[0]
     block, lane = cut_blocks(g, R, None if alone is None else alone[seq])
     blk_ptr = np.append(np.flatnonzero(lane == 0), len(seq)).astype(np.int64)
-    B = len(blk_ptr) - 1
     block_of = np.empty(n, dtype=np.int64)
     block_of[seq] = block
     u, v = dag.sources()
     if (block_of[u] >= block_of[v]).any():      # what the sync-free argument rests on
         raise AssertionError(f"tickets={tickets!r}: a block would wait for itself or a later block")
-    if not waits:
-        return blk_ptr, seq, None, None
-    pairs = dags.distinct(block_of[v] * max(B, 1) + block_of[u])      # (waiting block, awaited block), once
-    dep_ptr = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pairs // max(B, 1), minlength=B), out=dep_ptr[1:])
-    return blk_ptr, seq, dep_ptr, pairs % max(B, 1)
+    return blk_ptr, seq, block_of, (u, v)
