@@ -301,17 +301,23 @@ def test_ilu0_and_ic0_structure_by_brute_force(gen):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(2, 40), density=st.floats(0.02, 0.4), hubs=st.integers(0, 3), seed=st.integers(0, 2**16))
-def test_symbolic_structure_with_hubs_by_brute_force(n, density, hubs, seed):
+@given(n=st.integers(2, 40), density=st.floats(0.02, 0.4), hubs=st.integers(0, 3), seed=st.integers(0, 2**16),
+       chunk=st.sampled_from([1, 3, 17, sd.COMMON_CHUNK]))
+def test_symbolic_structure_with_hubs_by_brute_force(n, density, hubs, seed, chunk):
     """Random unsymmetric patterns with a few dense rows and columns: the symbolic structures
     walk the shorter of the two rows they intersect (sparse_dags._common_entries), so both a
-    short row beside a hub and a hub beside a short row must give every common entry, in order."""
+    short row beside a hub and a hub beside a short row must give every common entry, in order.
+    `chunk`: the candidates per piece (COMMON_CHUNK), small enough here to cut them into many."""
     rng = np.random.default_rng(seed)
     M = sp.random(n, n, density=density, random_state=seed, format="lil")
     for h in rng.integers(0, n, hubs):
         M[int(h), :] = 1.0
         M[:, int(h)] = 1.0
-    _symbolic_by_brute_force((M + sp.eye(n)).tocsr())
+    kept, sd.COMMON_CHUNK = sd.COMMON_CHUNK, chunk
+    try:
+        _symbolic_by_brute_force((M + sp.eye(n)).tocsr())
+    finally:
+        sd.COMMON_CHUNK = kept
 
 
 def test_distinct_is_numpys_unique():
@@ -321,10 +327,13 @@ def test_distinct_is_numpys_unique():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-3, 12)), max_size=30))
+@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-3, 4)), max_size=30)
+       | st.lists(st.tuples(st.integers(-5, 40), st.integers(-3, 30)), max_size=30))
 def test_expand_ranges_is_the_plain_loop(ranges):
     """Every range's integers in range order with its owner; empty and reversed ranges give
-    nothing, and negative starts count like any other."""
+    nothing, and negative starts count like any other. Short ranges (≤ 4 on average) and long
+    ones take different paths (gathered values, a running sum of steps): lengths up to 4 and
+    up to 30 reach both."""
     starts = np.array([a for a, _ in ranges], dtype=np.int64)
     stops = starts + np.array([d for _, d in ranges], dtype=np.int64)
     owner, value = sd.expand_ranges(starts, stops)

@@ -207,7 +207,7 @@ from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_level
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
-from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks
+from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks, ticket_cut
 from tiers.kernels.sparse_rows import CHUNK
 from tiers.validation import interpreting, validate_sparse_fusion
 
@@ -792,14 +792,22 @@ schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, 
 The vector pairs on the flag executor, which executor=None never picks, take it too, unmeasured."""
 
 
-def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device):
+def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True):
     """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
     two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
     merged when fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks);
-    and for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps)."""
+    and for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps).
+    Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
+    a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
+    tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
+    the 27-point grid's ILU(0) prepare."""
     fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
     fused = fuse is not None and bool((fuse >= 0).any())
-    blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
+    if waits:
+        blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
+    else:
+        blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
+        dep_ptr, dep_blk = np.zeros(len(blk_ptr), dtype=np.int64), np.zeros(1, dtype=np.int64)
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
     if may_stage(tables, W):
@@ -1314,9 +1322,9 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
-            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, str(device)),
+            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
-                                                               tickets, fuse_rows, device))
+                                                               tickets, fuse_rows, device, waits=not self.data))
 
     @property
     def every_slot(self) -> bool:
