@@ -1021,7 +1021,8 @@ def _assert_same_plan(plan, ref, why):
 def test_factor_plans_take_a_levels_rows_in_order(gen, size, seed, pair, workers, R):
     """The flag executor's plan cuts each ticket group in id order (PLAN_TIES): with rows apart,
     every schedule gives the wavefront schedule's very blocks; with the rows a schedule fuses
-    merged, the blocks still take each level's rows in order."""
+    merged, the blocks still take each level's rows in order. Without waits (the values as
+    flags) a plan holds the same tables but the blocks' waits."""
     mats = [sd.csr(M) for M in operands(pair, matrix(gen, size, seed))]
     tables = rows.row_tables(pair, *mats)
     cpu = torch.device("cpu")
@@ -1033,6 +1034,12 @@ def test_factor_plans_take_a_levels_rows_in_order(gen, size, seed, pair, workers
         seq = t3._syncfree_plan(s, mats, tables, R, "dag", True, cpu)[1]["blk_iter"].long().numpy()
         level = t3_tickets._ticket_graph(s, mats, True)[1]
         assert (np.diff(level[seq]) >= 0).all() and (np.diff(seq)[np.diff(level[seq]) == 0] > 0).all()
+        for fuse in (False, True):
+            waits, none = (t3._syncfree_plan(s, mats, tables, R, "dag", fuse, cpu, waits=w) for w in (True, False))
+            unread = ("dep_ptr", "dep_blk")
+            _assert_same_plan((none[0], {k: t for k, t in none[1].items() if k not in unread}, *none[2:]),
+                              (waits[0], {k: t for k, t in waits[1].items() if k not in unread}, *waits[2:]), fuse)
+            assert none[2:] == waits[2:] and not none[1]["dep_ptr"].any()
 
 
 # ---------------------------------------------------------------- launches

@@ -239,10 +239,10 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
 def ticket_cut(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None,
                ties: str = "schedule"):
     """ticket_blocks' (blk_ptr, blk_iter) without the waits, for the plans whose rows poll their
-    entries instead of waiting for blocks (the dataflow records, the lean rows): the waits'
-    dedupe is a sort of one key per edge (0.7 s of the 3D grid's prepare on the development
-    machine's CPU; without it prepare 1.06–1.57× faster on the grids' vector pairs,
-    figures/data/prepare_waits_cpu_2026-12-04.txt)."""
+    entries instead of waiting for blocks (the dataflow records, the lean rows, the factor pairs'
+    values as flags): the waits' dedupe is a sort of one key per edge (0.7 s of the 3D grid's
+    prepare on the development machine's CPU; without it prepare 1.06–1.57× faster on the grids'
+    vector pairs, figures/data/prepare_waits_cpu_2026-12-04.txt)."""
     return _cut(schedule, mats, R, tickets, fuse_rows, alone, ties)[:2]
 
 
