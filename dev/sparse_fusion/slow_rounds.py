@@ -31,6 +31,7 @@ import torch
 from tiers import buffers
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
+from tiers.bench.common import time_ms
 from tiers.t3_triton_fused import sparse_fusion as t3
 
 
@@ -64,9 +65,7 @@ def logged_buffers(log, arena=None, offset=0):
 
 def _time(call, cuda):
     if cuda:
-        from triton.testing import do_bench
-
-        return do_bench(call, warmup=25, rep=100, return_mode="median")
+        return time_ms(call)
     start = time.perf_counter()
     call()
     return 1e3 * (time.perf_counter() - start)

@@ -807,7 +807,7 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
         blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
     else:
         blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
-        dep_ptr, dep_blk = np.zeros(len(blk_ptr), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        dep_ptr = dep_blk = np.zeros(1, dtype=np.int64)     # never read: nothing to upload but a stand-in
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
     if may_stage(tables, W):
