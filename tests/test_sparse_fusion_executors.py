@@ -553,6 +553,72 @@ def test_dataflow_early_look(monkeypatch):
     assert parities == {0, 1}
 
 
+def test_spmv_programs_apart(monkeypatch):
+    """spmv_share: where the pipeline runs (the 27-point grid's long records) the pairs with an
+    SpMV run its blocks on programs of their own in float64 — the plan puts kernel 1's blocks
+    first and records where kernel 2's start (split_at), and the launch says which share of the
+    programs takes the first stream (SHARE0: the SpMV's share where it is kernel 1, the rest
+    where it is kernel 2). Not for two solves, not without the pipeline (2D grid), not in
+    float32 on long records, not with SPMV_SHARE empty; every result is t0's."""
+    launches = []
+    plain = t3._launch_claimed
+
+    def spy(kernel, run, count, args, meta, pdl=False):
+        launches.append({k: meta.get(k) for k in ("STREAMS", "SPLIT_AT", "SHARE0")})
+        return plain(kernel, run, count, args, meta, pdl)
+
+    monkeypatch.setattr(t3, "_launch_claimed", spy)
+    for shares in (dict(t3.SPMV_SHARE), {}):
+        monkeypatch.setattr(t3, "SPMV_SHARE", shares)
+        cases = _vector_pair_cases((sm.poisson3d(3, points=27), sm.poisson2d(6)), 6, "spmv_apart")
+        for (pair, mats, b, ref), dtype in ((case, dtype) for case in cases for dtype in DTYPES):
+            s = fs.inspect(pair, *mats, kind="sparse_fusion")
+            like = _vector(b, dtype)
+            run = t3.prepare(pair, *mats, like=like, executor="dataflow", schedule=s, claim="stride",
+                             programs_per_sm=2)
+            grid27 = mats[0].shape[0] == 27
+            share = shares.get(pair, 0) if grid27 and dtype == "float64" else 0
+            assert run.early is grid27 and run.spmv_share == share
+            assert share > 0 or not shares or pair == "sptrsv_sptrsv" or not grid27 or dtype == "float32"
+            launches.clear()
+            if dtype != "float64":
+                ref = _reference(pair, mats, b, dtype, ("spmv_apart", dtype, mats[0].shape[0], pair))
+            _check(run(like), ref, pair, mats, dtype, f"dataflow apart={share} {pair} {dtype}")
+            count, dev = run.plan
+            assert ("split_at" in dev) is (share > 0) and launches[-1]["STREAMS"] is (True if share else None)
+            if share:
+                blk_ptr, seq = t3_tickets.ticket_cut(s, mats, run.block_rows, run.tickets, ties="ids", apart=True)
+                first = seq[blk_ptr[:-1]] < s.n1
+                assert dev["split_at"] == first.sum() == launches[-1]["SPLIT_AT"] and first[:dev["split_at"]].all()
+                assert launches[-1]["SHARE0"] == (share if pair == "spmv_sptrsv" else 256 - share)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), kind=st.sampled_from(fs.KINDS), R=st.sampled_from([1, 3, 8]),
+       tickets=st.sampled_from(("dag", "alap", "mid")))
+def test_apart_blocks_run_kernel_by_kernel(gen, size, seed, pair, kind, R, tickets):
+    """ticket_cut with `apart`: every iteration once, in blocks of at most R that hold one
+    kernel's iterations; kernel 1's blocks all come first, and each kernel's iterations keep
+    their ticket order; every dependence still lies in an earlier block."""
+    mats = operands(pair, matrix(gen, size, seed))
+    s = fs.inspect(pair, *mats, kind=kind, workers=3)
+    n = s.n1 + s.n2
+    blk_ptr, seq = t3_tickets.ticket_cut(s, mats, R, tickets, ties="ids", apart=True)
+    order = t3_tickets.ticket_order(s, mats, tickets, ties="ids")[0]
+    assert sorted(seq.tolist()) == list(range(n)) and np.diff(blk_ptr).max() <= R
+    second = seq >= s.n1
+    block = np.repeat(np.arange(len(blk_ptr) - 1), np.diff(blk_ptr))
+    assert (np.diff(second.astype(int)) >= 0).all()                       # kernel 1 first, then kernel 2
+    assert all(len(set(second[blk_ptr[t]:blk_ptr[t + 1]].tolist())) == 1 for t in range(len(blk_ptr) - 1))
+    for k in (False, True):
+        assert np.array_equal(seq[second == k], order[(order >= s.n1) == k])
+    block_of = np.empty(n, dtype=np.int64)
+    block_of[seq] = block
+    u, v = sd.joint_dag(pair, *mats).sources()
+    assert (block_of[u] < block_of[v]).all()
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_dataflow_slots_start_as_input_then_sentinel(dtype):
     """_slots_from: one kernel writes the input vector (also a strided one) and then the sentinel's

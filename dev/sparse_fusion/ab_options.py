@@ -8,7 +8,9 @@ rule (looks_early) on the prepared runner (reads_every_slot then applies as it w
 `direct:0` / `direct:1`, which overrides writes_row_order (the kernel's stores in row order as
 it goes, or a gather after the kernel), or `slot_bytes:N`, the bytes of output slots a dataflow
 block takes at least in place of slot_stride's sector (128: a cache line), or `pair_bytes:N`,
-the bytes from one lean row's pair to the next's in place of lean_defaults'. An empty
+the bytes from one lean row's pair to the next's in place of lean_defaults', or `spmv_share:N`,
+the share of 256 striding dataflow programs that run an SpMV's blocks apart (SPMV_SHARE for
+both pairs in place of its defaults, spmv_share). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
@@ -45,13 +47,16 @@ def main():
         for label, (kw, sets) in variants.items():
             kw = dict(kw)
             sector, pair_bytes = kw.pop("slot_bytes", None), kw.pop("pair_bytes", None)
-            rule = sf.slot_stride
+            share = kw.pop("spmv_share", None)
+            rule, shares = sf.slot_stride, sf.SPMV_SHARE
             if sector:                             # the plan is made in prepare: patched around it
                 sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
+            if share is not None:
+                sf.SPMV_SHARE = {p: share for p in ("sptrsv_spmv", "spmv_sptrsv")}
             try:
                 runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
             finally:
-                sf.slot_stride = rule
+                sf.slot_stride, sf.SPMV_SHARE = rule, shares
             for key, value in sets.items():
                 setattr(runs[label], key, value)
             if pair_bytes:                         # read by each call (lean_slots, launch_lean)
@@ -59,7 +64,8 @@ def main():
         row = check_and_time(case, runs, list(variants), bench.reference(pair, mats, v64.numpy()), v, v2, dtype)
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
-                                 r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None)]
+                                 r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None),
+                                 r.spmv_share]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

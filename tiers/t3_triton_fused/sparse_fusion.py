@@ -135,7 +135,12 @@ TICKET_ORDER, _mid_levels): rows off the critical path run when they are needed.
   every 0.75 ns on the H100, a floor of 0.38 ms under the power-law graph's 500 000 blocks. Now
   program p of P runs blocks p, p + P, … in ticket order, launched cooperatively so that every
   program runs (the argument then goes through without tickets), and prefetches its next record
-  (over records; over flat records nothing, _flat).
+  (over records; over flat records nothing, _flat). Since 2026-12-04 the pairs with an SpMV
+  whose programs run as a pipeline (the 3D and 27-point grids) give the SpMV's blocks programs
+  of their own: kernel 1's blocks come first, kernel 2's after them, and each stream is strided
+  by its own programs — the deadlock argument holds for any split into streams that keeps the
+  ticket order within each, since the lowest unfinished block is still the one its program runs
+  (spmv_share).
   The flag executor can stride too (STRIDING, programs_per_sm > 0), but its default stays one
   program per block (FLAG_PROGRAMS_PER_SM). A cooperative launch asks an SM for no more programs
   than the compiled kernel lets it hold (resident_per_sm).
@@ -1215,16 +1220,58 @@ def _run_dataflow(run, val, vec, vector):
     else:
         ticket = _fresh_ticket(vec.device, run.claim)
         ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
+        streams = {}
+        if run.spmv_share:          # kernel 1's programs take 256 − share of 256, or share where kernel 1 is the SpMV
+            streams = dict(STREAMS=True, SPLIT_AT=sdev["split_at"],
+                           SHARE0=run.spmv_share if run.problem.pair == "spmv_sptrsv" else 256 - run.spmv_share)
         _launch_claimed(_dataflow, run, count,
                         (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
                          rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
                          vec, n, vector),
-                        dict(meta, PTX=not interpreting(),
+                        dict(meta, **streams, PTX=not interpreting(),
                              AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
                              EVERY=run.whole_records,
                              SPLIT=split, RS=RS, **run.record_shape), pdl=pdl)
     if not run.direct:
         _back(vec[n:], slots, sdev["back"], pdl)
+
+
+SPMV_SHARE = {"sptrsv_spmv": 64, "spmv_sptrsv": 80}
+"""Of every 256 striding programs of the dataflow records, how many run only the SpMV's blocks
+where they run apart (spmv_share), by pair; 0 or no entry: never apart."""
+
+
+def spmv_share(pair, early, long_records, dtype) -> int:
+    """The share (of 256) of the striding programs that run the SpMV's blocks apart from the
+    solve's (SPMV_SHARE; 0: every program strides over every block): for the pairs with an SpMV
+    where the programs run as a software pipeline (`early`, looks_early: wide levels or long
+    records), but not in float32 on long records (the 27-point grid). The blocks are then two
+    streams, each in ticket order, kernel 1's first (_dataflow_plan's `apart`; _dataflow's
+    STREAMS), so a solve program never sits in an SpMV block while the block its chain needs
+    next is ready, and the solve's own programs stride over fewer blocks.
+
+    Measured on an H200 (2026-12-04, sparse-fusion schedule, A/B in one process, 5 rotated
+    rounds, every output checked first, figures/data/spmv_apart_ab_*), ms, all programs
+    together → a share of 64 / 80 (others):
+      3D grid, float64: sptrsv_spmv 0.2299 → 0.2220 (32: 0.3073, 128: 0.2372) and, in a second
+        process, 0.2360 → 0.2174 / 0.2212 (48: 0.2286); spmv_sptrsv 0.2262 → 0.2248, 0.2198 →
+        0.2235 / 0.2135 and 0.2293 → 0.2245 / 0.2159 (96: 0.2173);
+      3D grid, float32: sptrsv_spmv 0.2126 → 0.2078 and 0.2110 → 0.2086 / 0.2144; spmv_sptrsv
+        0.2017 → 0.2045 / 0.1939;
+      27-point grid, float64: sptrsv_spmv 0.3066 → 0.2932 and 0.3056 → 0.2912 / 0.2945;
+        spmv_sptrsv 0.3026 → 0.2899 and 0.3024 → 0.2896 / 0.2917;
+      27-point grid, float32: sptrsv_spmv 0.2650 → 0.2701 / 0.2740 and 0.2657 → 0.2713 / 0.2750;
+        spmv_sptrsv 0.2649 → 0.2684 / 0.2676: slower, so it runs together there (why not known).
+    With 32 the SpMV's programs fall behind. Programs added for the SpMV instead of taken from
+    the solve (20 an SM on the 3D grid with 51 of 256 apart, or 24 with 85; 10 or 12 on the
+    27-point grid) were slower than 64 of the usual 16 or 8, but for the 3D spmv_sptrsv at 24
+    (0.2241 against 0.2248). In the package CLI (figures/data/spmv_apart64_cli_*, 64 apart for
+    both pairs and dtypes) the 3D sptrsv_spmv took 0.219 ms (0.230 together, the run before),
+    the 27-point pairs 0.292 / 0.290 (0.296 / 0.292). On the 2D grid, whose levels are narrow (no pipeline), 64 made
+    sptrsv_spmv slower, 0.9673 → 0.9901 (32: 0.9659), so it runs together there."""
+    if not early or (long_records and dtype.itemsize < 8):
+        return 0
+    return SPMV_SHARE.get(pair, 0)
 
 
 AWAITED_ONLY = True
@@ -1302,6 +1349,7 @@ class Prepared:
             self.record_shape = shape = record_shape(self.tables)
             self.flat = reads_flat(shape, claim)
             if self.flat:
+                self.early = False
                 self.flat_width = W = FLAT_WIDTH
                 self.block_rows = self.slot_stride = block_rows = min(block_rows, W, 32)   # FLAT_BLOCK_ROWS
                 key = ("t3_flat", tickets, block_rows, W, str(device))
@@ -1309,14 +1357,16 @@ class Prepared:
                                                                    block_rows, tickets, device, W))
             else:
                 self.slot_stride = RS = slot_stride(block_rows, dtype)
+                self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
+                self.spmv_share = spmv_share(problem.pair, self.early, _long_records(shape), dtype)
+                apart = self.spmv_share > 0
                 key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
-                       RS, str(device))
+                       RS, apart, str(device))
                 self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
                                                                         block_rows, tickets, device, shape["FOLD"],
-                                                                        RS))
+                                                                        RS, apart))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.direct = writes_row_order(schedule, problem.matrices)
-            self.early = claim == "stride" and not self.flat and looks_early(schedule, problem.matrices, self.tables)
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
@@ -1348,6 +1398,7 @@ class Prepared:
         return self.plan[2] if kernel_of(self.executor, self.problem.pair) == "syncfree" else 0
 
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
+    spmv_share = 0      # the dataflow records' SpMV programs of their own (spmv_share)
 
     def __call__(self, vector):
         if self.data or self.lean:

@@ -88,8 +88,8 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
     if run.executor in STRIDING:
         extra["STRIDE"] = stride
     meta = dict(meta, **{k: v for k, v in extra.items() if k in kernel.arg_names})
-    if stride and interpreting():
-        kernel[(1,)](*args, **meta)
+    if stride and interpreting():      # one program a stream: the interpreter runs them in turn
+        kernel[(2 if meta.get("STREAMS") else 1,)](*args, **meta)
         return
     launch = {"launch_cooperative_grid": True} if stride else {}
     if pdl:

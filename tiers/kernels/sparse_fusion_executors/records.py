@@ -123,13 +123,14 @@ def _ask_l1(at):
                               is_pure=False, pack=1)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["SPLIT_AT", "SHARE0"])
 def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
               N_IN, IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, LOOP: tl.constexpr,
               WIDE: tl.constexpr, AHEAD: tl.constexpr, PTX: tl.constexpr, PENDING: tl.constexpr,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
               FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
-              SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False, RS: tl.constexpr = 0):
+              SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False, RS: tl.constexpr = 0,
+              SPLIT_AT=0, SHARE0=0, STREAMS: tl.constexpr = False):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -164,13 +165,24 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     caller's vector (_at). EVERY (Prepared.whole_records): no widths; every slot of a record is
     read — where TAIL (measured: record_shape) or the pipelined loop reads every slot
     (reads_every_slot). RS: how far apart consecutive blocks' slots lie (slot_stride; 0: R).
+    STREAMS (striding, Prepared.spmv_share): the blocks are two streams, kernel 1's blocks
+    0 … SPLIT_AT − 1 and kernel 2's after them (_dataflow_plan's `apart`); the first
+    max(1, P·SHARE0 / 256) programs stride over the first stream, the others over the second,
+    so a program of one kernel never sits in another kernel's block.
     """
     SL: tl.constexpr = RS if RS > 0 else R
     w = CHUNK
     w1 = CHUNK
+    P = tl.num_programs(0)
     if STRIDE:
         t = tl.program_id(0)
-        n1 = t + tl.num_programs(0)
+        if STREAMS:
+            P0 = tl.minimum(tl.maximum((P * SHARE0) // 256, 1), P - 1)
+            first = t < P0
+            N_BLK = tl.where(first, SPLIT_AT, N_BLK)
+            t = tl.where(first, t, t - P0 + SPLIT_AT)
+            P = tl.where(first, P0, P - P0)
+        n1 = t + P
         if not EVERY:
             w = tl.load(WIDTH + t)
             w1 = tl.load(WIDTH + n1, mask=n1 < N_BLK, other=0)
@@ -182,14 +194,14 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     if EARLY and STRIDE:
-        _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+        _pipelined(t, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
                    IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY, SL)
     else:
         if PDL and STRIDE:
             gdc_wait()
         while t < N_BLK:
             if STRIDE:
-                n2 = n1 + tl.num_programs(0)
+                n2 = n1 + P
                 w2 = w1
                 if not EVERY:
                     w2 = tl.load(WIDTH + n2, mask=n2 < N_BLK, other=0)
@@ -238,7 +250,7 @@ def _width(WIDTH, t, N_BLK, CHUNK: tl.constexpr, EVERY: tl.constexpr):
 
 
 @triton.jit
-def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+def _pipelined(t, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
                IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
                PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
                TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr,
@@ -252,8 +264,8 @@ def _pipelined(t, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT
     copied at the loop's end, before that half's store. A loop over blocks in fours without the
     copies, its positions loaded a block earlier, was 8–9 % slower on the 3D grid (H200,
     2026-12-02, figures/data/deep_positions_*). A block's width is read a block before it is first
-    needed, or with EVERY not at all: every slot is read (reads_every_slot)."""
-    P = tl.num_programs(0)
+    needed, or with EVERY not at all: every slot is read (reads_every_slot). P: the programs
+    striding over these blocks (_dataflow's STREAMS), N_BLK: the end of their stream."""
     w = _width(WIDTH, t, N_BLK, CHUNK, EVERY)
     px, a, rhs_at, start, end, sign, d, dinv, dst = _records(t, w, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
                                                              R, CHUNK, TAIL, DIRECT, FOLD)
@@ -341,7 +353,7 @@ def record_chunk(tables) -> int:
     return max(CHUNK, widest) if widest <= RECORD_CHUNK else CHUNK
 
 
-def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=None):
+def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=None, apart=False):
     """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
     s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
     program reads its block's tables in one round trip instead of a chain of dependent loads
@@ -358,11 +370,13 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     (coefficient 1), and the lane has none of its own. A row longer than its record reads its
     entries in the order they are written (in_ready_order; the plan then holds its own `ent_val`),
     and a row of the wide stage has a block of its own (HUBS_ALONE). The values go in per call of
-    `prepare` (_dataflow_values); this part depends on the pattern only."""
+    `prepare` (_dataflow_values); this part depends on the pattern only. With `apart`
+    (ticket_cut's), kernel 1's blocks come first and the device tables also hold "split_at", a
+    Python int: the first block of kernel 2 (_dataflow's STREAMS)."""
     C = record_chunk(tables)
     lens = np.diff(tables.ent_ptr)
     alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
-    blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, alone=alone, ties="ids")
+    blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, alone=alone, ties="ids", apart=apart)
     B, sizes, n = len(blk_ptr) - 1, np.diff(blk_ptr), tables.n1
     slot = np.repeat(np.arange(B) * R - blk_ptr[:-1], sizes) + np.arange(len(seq))
     S = B * R
@@ -405,7 +419,10 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
                 ent_vec=where[ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
     if ent_val is not tables.ent_val:
         host["ent_val"] = ent_val.astype(np.int32)
-    return B, rows.to_device(host, device)
+    dev = rows.to_device(host, device)
+    if apart:
+        dev["split_at"] = int((seq[blk_ptr[:-1]] < schedule.n1).sum())
+    return B, dev
 
 
 HUBS_ALONE = True

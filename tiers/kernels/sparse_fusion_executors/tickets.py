@@ -237,20 +237,28 @@ def ticket_blocks(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool 
 
 
 def ticket_cut(schedule, mats, R: int, tickets: str = "dag", fuse_rows: bool = False, alone=None,
-               ties: str = "schedule"):
+               ties: str = "schedule", apart: bool = False):
     """ticket_blocks' (blk_ptr, blk_iter) without the waits, for the plans whose rows poll their
     entries instead of waiting for blocks (the dataflow records, the lean rows, the factor pairs'
     values as flags): the waits' dedupe is a sort of one key per edge (0.7 s of the 3D grid's
     prepare on the development machine's CPU; without it prepare 1.06–1.57× faster on the grids'
-    vector pairs, figures/data/prepare_waits_cpu_2026-12-04.txt)."""
-    return _cut(schedule, mats, R, tickets, fuse_rows, alone, ties)[:2]
+    vector pairs, figures/data/prepare_waits_cpu_2026-12-04.txt). With `apart`, every block of
+    kernel 1's iterations comes before every block of kernel 2's, each kernel's in ticket order
+    (no dependence runs from kernel 2 to kernel 1, so every block still waits for earlier ones
+    only): two streams that programs of their own may stride over (records' STREAMS)."""
+    return _cut(schedule, mats, R, tickets, fuse_rows, alone, ties, apart)[:2]
 
 
-def _cut(schedule, mats, R, tickets, fuse_rows, alone, ties):
+def _cut(schedule, mats, R, tickets, fuse_rows, alone, ties, apart=False):
     """(blk_ptr, blk_iter, each iteration's block, the DAG's edges (u, v)), checked: no block
-    waits for itself or a later one."""
+    waits for itself or a later one. `apart`: ticket_cut's."""
     n = schedule.n1 + schedule.n2
     seq, g = ticket_order(schedule, mats, tickets, fuse_rows, ties)
+    if apart and len(seq):
+        second = seq >= schedule.n1
+        order = np.argsort(second, kind="stable")
+        seq, second = seq[order], second[order]
+        g = g[order] - g.min() + second * (int(g.max()) - int(g.min()) + 1)    # disjoint keys: a cut between
     dag = _ticket_graph(schedule, mats, fuse_rows)[0]
     block, lane = cut_blocks(g, R, None if alone is None else alone[seq])
     blk_ptr = np.append(np.flatnonzero(lane == 0), len(seq)).astype(np.int64)
