@@ -1267,8 +1267,9 @@ def spmv_share(pair, early, long_records, dtype) -> int:
     27-point grid) were slower than 64 of the usual 16 or 8, but for the 3D spmv_sptrsv at 24
     (0.2241 against 0.2248). In the package CLI (figures/data/spmv_apart64_cli_*, 64 apart for
     both pairs and dtypes) the 3D sptrsv_spmv took 0.219 ms (0.230 together, the run before),
-    the 27-point pairs 0.292 / 0.290 (0.296 / 0.292). On the 2D grid, whose levels are narrow (no pipeline), 64 made
-    sptrsv_spmv slower, 0.9673 → 0.9901 (32: 0.9659), so it runs together there."""
+    the 27-point pairs 0.292 / 0.290 (0.296 / 0.292). On the 2D grid, whose levels are narrow
+    (no pipeline), 64 made sptrsv_spmv slower, 0.9673 → 0.9901 (32: 0.9659), so it runs
+    together there."""
     if not early or (long_records and dtype.itemsize < 8):
         return 0
     return SPMV_SHARE.get(pair, 0)

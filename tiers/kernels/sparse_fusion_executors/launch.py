@@ -102,7 +102,10 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
             run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
                                            _props(args[0].device))
         per_sm = min(per_sm, run.resident)
-    kernel[(_programs(count, per_sm, args[0].device),)](*args, **meta, **launch)
+    programs = _programs(count, per_sm, args[0].device)
+    if meta.get("STREAMS"):         # a program for each stream at least, or one would never run
+        programs = max(programs, 2)
+    kernel[(programs,)](*args, **meta, **launch)
 
 
 def _await_from(vec, n, claim="counter"):

@@ -258,7 +258,7 @@ def _cut(schedule, mats, R, tickets, fuse_rows, alone, ties, apart=False):
         second = seq >= schedule.n1
         order = np.argsort(second, kind="stable")
         seq, second = seq[order], second[order]
-        g = g[order] - g.min() + second * (int(g.max()) - int(g.min()) + 1)    # disjoint keys: a cut between
+        g = g[order] - g.min() + second * (int(g.max()) - int(g.min()) + 1)    # disjoint: a cut at the switch
     dag = _ticket_graph(schedule, mats, fuse_rows)[0]
     block, lane = cut_blocks(g, R, None if alone is None else alone[seq])
     blk_ptr = np.append(np.flatnonzero(lane == 0), len(seq)).astype(np.int64)
