@@ -79,6 +79,8 @@ def test_rounds_keep_the_median_of_interleaved_samples(monkeypatch):
         order.append(call.__name__)
         return next(samples[call.__name__]), "cuda_events"
     monkeypatch.setattr(bench, "_device_ms", fake)
+    hosts = iter([0.5, 0.25, 0.75, 0.1, 0.3, 0.2])
+    monkeypatch.setattr(bench, "_enqueue_ms", lambda call: next(hosts))
     monkeypatch.setattr(bench, "_cuda", lambda: True)
     monkeypatch.setattr(bench, "check", lambda outs, refs, dtype: (True, 0.0, ""))
     written = []
@@ -98,6 +100,23 @@ def test_rounds_keep_the_median_of_interleaved_samples(monkeypatch):
     assert order == ["a", "b", "a", "b", "a", "b"]                       # interleaved, not one row at a time
     assert [r["ms_reps"] for r in written] == [[3.0, 1.0, 2.0], [9.0, 5.0, 4.0]]
     assert [r["ms"] for r in written] == [2.0, 5.0] and written[0]["gbps"] == 1000 / 2.0 / 1e6
+    # the call's host time beside each sample, taken right after it (_enqueue_ms), and its median
+    assert [r["host_ms_reps"] for r in written] == [[0.5, 0.75, 0.3], [0.25, 0.1, 0.2]]
+    assert [r["host_ms"] for r in written] == [0.5, 0.2]
+
+
+def test_enqueue_ms_times_the_host_side_of_a_call(monkeypatch):
+    """_enqueue_ms: without CUDA there is no device to run ahead of, so None; with it (faked here:
+    synchronize counted) the GPU is waited for only before and after the calls, which are issued
+    back to back, and the time is per call."""
+    import torch
+
+    assert bench._enqueue_ms(lambda: None) is None or torch.cuda.is_available()
+    syncs, calls = [], []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: syncs.append(len(calls)))
+    ms = bench._enqueue_ms(lambda: calls.append(1), calls=7)
+    assert len(calls) == 7 and syncs == [0, 7] and 0 <= ms < 1e3
 
 
 def test_checked_calls_are_poisoned_and_timed_calls_are_not(monkeypatch):

@@ -434,6 +434,30 @@ def _host_ms(fn, reps: int) -> float:
     return statistics.median(times)
 
 
+def _enqueue_ms(fn, calls: int = 20):
+    """Host milliseconds a call of fn() takes to issue: `calls` calls back to back, the GPU not
+    waited for between them (it is before and after, outside the timing), outputs not poisoned.
+    Beside the device time (_device_ms) it says whether the GPU may wait for the host: a call
+    whose host time nears its device time is timed partly on the host's side, as the slow
+    rounds of the README's table might be. A call that reads a result back (a factor pair's
+    breakdown flag) waits for its kernels inside, and a launch queue that fills makes the host
+    wait too: their host time includes the device's. None without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    from tiers.buffers import poisoned
+
+    with poisoned(False):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        ms = 1e3 * (time.perf_counter() - start) / calls
+        torch.cuda.synchronize()
+    return ms
+
+
 def _cuda() -> bool:
     import torch
 
@@ -660,6 +684,7 @@ class _Case:
                 row["ms"], row["timer"] = first_ms, "host, checked run"
             else:
                 row["ms"], row["timer"] = _device_ms(call, self.quick)
+                row["host_ms"] = _enqueue_ms(call)
                 on_device = True
             row["status"] = "ok"
         except Exception as e:
@@ -673,17 +698,21 @@ class _Case:
         """Time every row this case timed on the device reps − 1 more times, in rounds that go
         through all of them in turn (the flag executor's times move by up to a third between two
         runs of the same code, one after the other), and keep the median, every sample in
-        ms_reps. A row whose call fails in a later round keeps its earlier samples."""
+        ms_reps. A row whose call fails in a later round keeps its earlier samples. Each round
+        also takes the call's host time (_enqueue_ms; host_ms_reps, its median host_ms)."""
         for row, _ in self.timed:
-            row["ms_reps"] = [row["ms"]]
+            row["ms_reps"], row["host_ms_reps"] = [row["ms"]], [row.get("host_ms")]
         for _ in range(reps - 1):
             for row, call in self.timed:
                 try:
                     row["ms_reps"].append(_device_ms(call, self.quick)[0])
+                    row["host_ms_reps"].append(_enqueue_ms(call))
                 except Exception as e:
                     row.setdefault("round_error", _error(e))
         for row, _ in self.timed:
             row["ms"] = statistics.median(row["ms_reps"])
+            host = [h for h in row["host_ms_reps"] if h is not None]
+            row["host_ms"] = statistics.median(host) if host else None
             row["gbps"] = row["bytes"] / row["ms"] / 1e6 if row["ms"] > 0 else math.nan
         self.timed = []
 
