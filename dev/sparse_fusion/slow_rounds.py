@@ -18,7 +18,11 @@ call allocated:
 GPU (a CPU run with TRITON_INTERPRET=1 and a small case checks the plumbing, timing with
 perf_counter). Every round's output is compared with the first round's before it is timed.
 Writes one CSV row per round: mode, round, spacer or offset bytes, each buffer's address (hex)
-and its address mod 2 MiB, the round's median ms."""
+and its address mod 2 MiB, the round's median ms and, since its first GPU run, the call's host
+time (tiers.bench.sparse_fusion._enqueue_ms: whether the GPU could be waiting for the host).
+
+Run on 2026-12-04 (H200, figures/data/slow_rounds_h200_2026-12-04*): no slow round followed the
+buffers' placement (one in 80, at addresses that fast rounds also had)."""
 
 import argparse
 import contextlib
@@ -114,13 +118,15 @@ def main():
                     restart()
                     return run(v)
                 ms = _time(call, cuda)
+                host = bench._enqueue_ms(call) if cuda else None
             addresses = log[:calls]
             rows.append([mode, r, moved, " ".join(hex(a) for a in addresses),
-                         " ".join(str(a % (2 << 20)) for a in addresses), f"{ms:.4f}"])
+                         " ".join(str(a % (2 << 20)) for a in addresses), f"{ms:.4f}",
+                         "" if host is None else f"{host:.4f}"])
             print(*rows[-1], flush=True)
     with open(args.out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["mode", "round", "moved_bytes", "buffers", "buffers_mod_2MiB", "ms"])
+        w.writerow(["mode", "round", "moved_bytes", "buffers", "buffers_mod_2MiB", "ms", "host_ms"])
         w.writerows(rows)
 
 
