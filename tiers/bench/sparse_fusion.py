@@ -705,8 +705,9 @@ class _Case:
         for _ in range(reps - 1):
             for row, call in self.timed:
                 try:
-                    row["ms_reps"].append(_device_ms(call, self.quick)[0])
-                    row["host_ms_reps"].append(_enqueue_ms(call))
+                    ms, host = _device_ms(call, self.quick)[0], _enqueue_ms(call)
+                    row["ms_reps"].append(ms)          # both or neither: the samples stay side by side
+                    row["host_ms_reps"].append(host)
                 except Exception as e:
                     row.setdefault("round_error", _error(e))
         for row, _ in self.timed:

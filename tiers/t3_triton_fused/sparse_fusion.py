@@ -1220,15 +1220,11 @@ def _run_dataflow(run, val, vec, vector):
     else:
         ticket = _fresh_ticket(vec.device, run.claim)
         ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
-        streams = {}
-        if run.spmv_share:          # kernel 1's programs take 256 − share of 256, or share where kernel 1 is the SpMV
-            streams = dict(STREAMS=True, SPLIT_AT=sdev["split_at"],
-                           SHARE0=run.spmv_share if run.problem.pair == "spmv_sptrsv" else 256 - run.spmv_share)
         _launch_claimed(_dataflow, run, count,
                         (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
                          rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
                          vec, n, vector),
-                        dict(meta, **streams, PTX=not interpreting(),
+                        dict(meta, **run.streams, PTX=not interpreting(),
                              AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
                              EVERY=run.whole_records,
                              SPLIT=split, RS=RS, **run.record_shape), pdl=pdl)
@@ -1273,6 +1269,17 @@ def spmv_share(pair, early, long_records, dtype) -> int:
     if not early or (long_records and dtype.itemsize < 8):
         return 0
     return SPMV_SHARE.get(pair, 0)
+
+
+def stream_args(pair, share, plan_dev) -> dict:
+    """_dataflow's arguments for a plan whose SpMV runs apart (share > 0, spmv_share), else none:
+    STREAMS, where kernel 2's blocks start (the plan's split_at) and the first stream's share of
+    256 — the SpMV's where it is the pair's kernel 1 (sparse_dags.PAIRS), the rest where it is
+    kernel 2. Derived once per Prepared, not per call."""
+    if not share:
+        return {}
+    spmv_first = dags.check_pair(pair).kernels[0] == "spmv"
+    return dict(STREAMS=True, SPLIT_AT=plan_dev["split_at"], SHARE0=share if spmv_first else 256 - share)
 
 
 AWAITED_ONLY = True
@@ -1367,6 +1374,7 @@ class Prepared:
                                                                         block_rows, tickets, device, shape["FOLD"],
                                                                         RS, apart))
             self.record_values = _dataflow_values(self.plan, self.values)
+            self.streams = stream_args(problem.pair, self.spmv_share, self.plan[1])
             self.direct = writes_row_order(schedule, problem.matrices)
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
@@ -1400,6 +1408,7 @@ class Prepared:
 
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
     spmv_share = 0      # the dataflow records' SpMV programs of their own (spmv_share)
+    streams: dict = {}  # and the kernel's arguments for them (stream_args); read, never changed
 
     def __call__(self, vector):
         if self.data or self.lean:
