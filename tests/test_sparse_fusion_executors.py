@@ -561,13 +561,13 @@ def test_spmv_programs_apart(monkeypatch):
     where it is kernel 2). Not for two solves, not without the pipeline (2D grid), not in
     float32 on long records, not with SPMV_SHARE empty; every result is t0's."""
     launches = []
-    plain = t3._launch_claimed
+    plain = t3.claimed
 
     def spy(kernel, run, count, args, meta, pdl=False):
         launches.append({k: meta.get(k) for k in ("STREAMS", "SPLIT_AT", "SHARE0")})
         return plain(kernel, run, count, args, meta, pdl)
 
-    monkeypatch.setattr(t3, "_launch_claimed", spy)
+    monkeypatch.setattr(t3, "claimed", spy)
     for shares in (dict(t3.SPMV_SHARE), {}):
         monkeypatch.setattr(t3, "SPMV_SHARE", shares)
         cases = _vector_pair_cases((sm.poisson3d(3, points=27), sm.poisson2d(6)), 6, "spmv_apart")
@@ -591,6 +591,49 @@ def test_spmv_programs_apart(monkeypatch):
                 first = seq[blk_ptr[:-1]] < s.n1
                 assert dev["split_at"] == first.sum() == launches[-1]["SPLIT_AT"] and first[:dev["split_at"]].all()
                 assert launches[-1]["SHARE0"] == (share if pair == "spmv_sptrsv" else 256 - share)
+
+
+@pytest.mark.parametrize("binds", [True, False])
+@pytest.mark.parametrize("direct", [True, False])
+def test_dataflow_launches_kept(binds, direct, monkeypatch):
+    """A prepared dataflow call keeps its launches from its first call (BOUND: launch.Bound, whose
+    compiled kernels' runners take the later calls on a GPU) or makes them afresh at each call;
+    either way every call is t0's, for fresh vectors, a vector whose address is not 16-byte
+    aligned (Triton specialises on it: that call goes through the JIT) and the first vector
+    again, on a pipelined grid with its SpMV apart, a grid without the pipeline and a graph,
+    their results stored in row order by the kernel or gathered back after it (writes_row_order
+    forced)."""
+    monkeypatch.setattr(t3, "BOUND", binds)
+    monkeypatch.setattr(t3, "writes_row_order", lambda schedule, mats: direct)
+    mats_of = (sm.poisson3d(3, points=27), sm.poisson2d(6), sm.powerlaw_laplacian(40, m=3, seed=2))
+    for pair, mats, b, ref in _vector_pair_cases(mats_of, 8, "kept"):
+        b2 = np.random.default_rng(9).standard_normal(b.shape[0])
+        ref2 = _reference(pair, mats, b2, "float64", ("kept2", mats[0].shape[0], mats[0].nnz, pair))
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")
+        what = f"kept launches={binds} direct={direct} {pair} n={b.shape[0]}"
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", what + " first call")
+        assert (run.launches is not None) is binds
+        if binds:
+            kept = list(run.launches)
+            assert (kept[2] is None) is run.direct and all(isinstance(k, t3_launch.Bound) for k in kept[:2])
+            assert all((k.runner is not None) is (DEVICE == "cuda") for k in kept if k is not None)
+        _check(run(_vector(b2, "float64")), ref2, pair, mats, "float64", what + " second call")
+        wide = torch.zeros(b.shape[0] + 1, dtype=torch.float64, device=DEVICE)
+        wide[1:] = _vector(b2, "float64")
+        assert wide[1:].data_ptr() % 16 == 8
+        _check(run(wide[1:]), ref2, pair, mats, "float64", what + " unaligned vector")
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", what + " first vector again")
+        if binds:
+            assert run.launches == kept
+
+
+def test_specialisation_keys():
+    """Bound's key: a tensor's dtype and 16-byte alignment, an int's being 1 or a multiple of 16,
+    anything else as it is."""
+    x = torch.zeros(8, dtype=torch.float64)
+    key = t3_launch.specialisation
+    assert key((x, 16, 1, 5, None)) == [(torch.float64, True), (False, True), (True, False), (False, False), None]
+    assert key((x[1:],)) != key((x,)) and key((x[2:],)) == key((x,)) and key((x.float(),)) != key((x,))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -650,20 +693,25 @@ def test_dataflow_reads_input_apart(monkeypatch):
     sptrsv_spmv's y) get no sentinel — here NaN, which a row reading one would take for a value.
     Flat records (reads_flat) always read the input apart. Results are t0's, with and without the
     early look and flat records."""
-    original = t3._slots_from
+    original = t3._dataflow_launches
     seen = set()
 
-    def marked(vector, total, pdl=False, copy=True, awaited=None, R=1):
-        slots = original(vector, total, pdl, copy, awaited, R)
-        n = vector.shape[0]
-        if not copy:
-            slots[:n] = float("nan")
-        if awaited is not None:
-            slots[n:][~awaited.bool().repeat_interleave(R)] = float("nan")
-        seen.add((copy, awaited is None))
-        return slots
+    def marked(run, flow, dtype, device):
+        launches = original(run, flow, dtype, device)
 
-    monkeypatch.setattr(t3, "_slots_from", marked)
+        def fill(slots, vector, n, first, total, awaited):
+            launches[0](slots, vector, n, first, total, awaited)
+            slots = slots.view(dtype)
+            copy = first == 0
+            if not copy:
+                slots[:n] = float("nan")
+            if run.awaited is not None:
+                slots[n:][~run.awaited.bool().repeat_interleave(run.slot_stride)] = float("nan")
+            seen.add((copy, run.awaited is None))
+        return [fill, *launches[1:]]
+
+    monkeypatch.setattr(t3, "BOUND", False)          # the launches made at every call: each call's fill marked
+    monkeypatch.setattr(t3, "_dataflow_launches", marked)
     matrices = (sm.poisson2d(6), sm.poisson3d(3), sm.poisson3d(3, points=27), sm.powerlaw_laplacian(150, m=2, seed=3))
     for early, flat in ((False, False), (True, False), (False, True)):
         monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: early)

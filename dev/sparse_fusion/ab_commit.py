@@ -68,14 +68,15 @@ def import_old(commit, name="tiers_old"):
 def parse_options(text):
     """{label: (prepare keywords, {attribute: override})} from "a=;b=early:0+programs_per_sm:6":
     integers and true / false where they parse; `early` and `direct` are attributes set on the
-    prepared runner (ab_options.py), not keywords."""
+    prepared runner (ab_options.py), not keywords, and so is `binds` (`binds:0`: its dataflow
+    call launches through the JIT at every call, t3's BOUND off)."""
     variants = {}
     for item in filter(None, text.split(";")):
         label, _, spec = item.partition("=")
         kw, sets = {}, {}
         for pair in filter(None, spec.split("+")):
             key, _, value = pair.partition(":")
-            if key in ("early", "direct"):
+            if key in ("early", "direct", "binds"):
                 sets[key] = value == "1"
             else:
                 kw[key] = (int(value) if value.lstrip("-").isdigit() else
@@ -102,7 +103,8 @@ def operands_and_vectors(case, dev):
 def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
     """Each runner called 4 times, its 2nd and 4th results checked against `refs`; then `rounds`
     rounds of do_bench medians of the runners that were right, the order rotated each round.
-    Returns the case's row (ok, err, rounds, ms)."""
+    Each round also takes a runner's host time (the bench's _enqueue_ms, 20 calls back to back).
+    Returns the case's row (ok, err, rounds, ms, host_rounds, host_ms)."""
     row = {"case": case, "ok": {}, "err": {}, "rounds": {}}
     for label in labels:
         r = runs[label]
@@ -120,7 +122,10 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
                 if row["ok"][label]:
                     ms = do_bench(lambda: runs[label](v), warmup=25, rep=250, return_mode="median")
                     row["rounds"].setdefault(label, []).append(round(ms, 4))
+                    host = bench._enqueue_ms(lambda: runs[label](v))
+                    row.setdefault("host_rounds", {}).setdefault(label, []).append(round(host, 4))
     row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
+    row["host_ms"] = {label: float(np.median(x)) for label, x in row.get("host_rounds", {}).items()}
     return row
 
 

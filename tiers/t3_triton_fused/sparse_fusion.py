@@ -206,8 +206,10 @@ from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
 from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
-from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, _back, _fresh_ticket,
-                                                          _launch_claimed, _slots_from, uses_pdl)
+from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound, _back,
+                                                          _fresh_ticket, _gather_back, _input_then_sentinel,
+                                                          _launch_claimed, _slots_from, back_launch, claimed,
+                                                          fill_launch, jit_launch, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
@@ -1192,6 +1194,16 @@ def folds_rhs(tables, chunk) -> bool:
     return FOLD_RHS and int(fits.max(initial=0)) <= chunk
 
 
+BOUND = True
+"""Whether a prepared dataflow call keeps its launches (Bound) from call to call, their runners
+taking every call after the first, or derives them and launches through the JIT at each call.
+Measured on an H200 (2026-12-04, figures/data/host_parts_*, the 3D grid's sptrsv_spmv, float64):
+the call's three launches took 17, 36 and 21 µs of host time through the JIT against 9, 18 and 8
+through the compiled kernels' runners, in a call of 0.17–0.19 ms of host time against 0.22 ms on
+the device; in the CLI's slow rounds, whose device time followed the host's, the host took
+0.28–0.42 ms (figures/data/slow_rounds_next_*)."""
+
+
 def _run_dataflow(run, val, vec, vector):
     """One call: the slots (the sentinel where a row waits, and the input unless the kernel reads
     it from the caller's vector: run.split, reads_input_apart; only in the blocks some row reads
@@ -1201,35 +1213,57 @@ def _run_dataflow(run, val, vec, vector):
     dependent launches: each starts while the one before ends and waits for its stores inside
     (gdc_wait). The kernel is _dataflow over records, or _flat over flat records (run.flat,
     reads_flat); its shape (record slots, wide trips, pending polls) was derived from the pattern
-    once, in Prepared (record_shape)."""
+    once, in Prepared (record_shape). Each call's arguments are made here; the launches' grids
+    and keyword arguments once, by the first call (_dataflow_launches), kept with their compiled
+    kernels (launch.Bound) where run.binds."""
     count, sdev = run.plan
     if count == 0:
         return
     n = run.tables.n1
-    pdl = uses_pdl(vec.device)
-    split = run.split
     vector = vector.contiguous()
-    RS = run.slot_stride                                    # the flat records' is R
-    slots = _slots_from(vector, n + count * RS, pdl, copy=not split, awaited=run.awaited, R=RS)
+    slots = buffers.empty((n + count * run.slot_stride,), dtype=vec.dtype, device=vec.device)   # NaN where a
+    bits = SENTINEL_BITS[vec.dtype]               # check poisons: a slot read but never reset then fails it
+    fill = (slots.view(bits), vector.view(bits), n, n if run.split else 0, slots.shape[0],
+            slots if run.awaited is None else run.awaited)      # without SOME the kernel reads no AWAITED
     rv = run.record_values
-    meta = dict(R=run.block_rows, SENT=SENTINEL[vec.dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
-        _launch_claimed(_flat, run, count, (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"],
-                                            sdev["dst"], slots, vec, n, vector),
-                        dict(meta, W=run.flat_width), pdl=pdl)
+        flow = (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"], sdev["dst"], slots, vec, n, vector)
     else:
-        ticket = _fresh_ticket(vec.device, run.claim)
-        ent_val = sdev.get("ent_val", run.dev["ent_val"])      # the plan's own where it reordered the entries
-        _launch_claimed(_dataflow, run, count,
-                        (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"], sdev["start"], sdev["end"],
-                         rv["sign"], rv["d"], rv["dinv"], sdev["dst"], ent_val, sdev["ent_vec"], val, slots,
-                         vec, n, vector),
-                        dict(meta, **run.streams, PTX=not interpreting(),
-                             AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
-                             EVERY=run.whole_records,
-                             SPLIT=split, RS=RS, **run.record_shape), pdl=pdl)
-    if not run.direct:
-        _back(vec[n:], slots, sdev["back"], pdl)
+        flow = (_fresh_ticket(vec.device, run.claim), count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"],
+                sdev["start"], sdev["end"], rv["sign"], rv["d"], rv["dinv"], sdev["dst"],
+                sdev.get("ent_val", run.dev["ent_val"]),          # the plan's own where it reordered the entries
+                sdev["ent_vec"], val, slots, vec, n, vector)
+    back = None if run.direct else (vec[n:], slots, sdev["back"], run.tables.vec_len - n)
+    launches = run.launches or _dataflow_launches(run, flow, vec.dtype, vec.device)
+    for go, args in zip(launches, (fill, flow, back)):
+        if args is not None:
+            go(*args)
+
+
+def _dataflow_launches(run, flow, dtype, device) -> list:
+    """_run_dataflow's three launches (the slots' fill, the kernel over its `flow` arguments, the
+    gather back; None where the kernel stores in row order), each called with its positional
+    arguments: where run.binds (BOUND) launch.Bound, kept in run.launches, else launches through
+    the JIT, made afresh each call."""
+    count, sdev = run.plan
+    n, pdl = run.tables.n1, uses_pdl(device)
+    meta = dict(R=run.block_rows, SENT=SENTINEL[dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
+    if run.flat:
+        kernel, meta = _flat, dict(meta, W=run.flat_width)
+    else:
+        kernel = _dataflow
+        meta = dict(meta, **run.streams, PTX=not interpreting(),
+                    AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
+                    EVERY=run.whole_records, SPLIT=run.split, RS=run.slot_stride, **run.record_shape)
+    first = n if run.split else 0
+    make = Bound if run.binds else jit_launch
+    launches = [make(_input_then_sentinel, *fill_launch(n + count * run.slot_stride - first, dtype, pdl,
+                                                        run.awaited is not None, run.slot_stride, False)),
+                make(kernel, *claimed(kernel, run, count, flow, meta, pdl)),
+                None if run.direct else make(_gather_back, *back_launch(run.tables.vec_len - n, pdl))]
+    if run.binds:
+        run.launches = launches
+    return launches
 
 
 SPMV_SHARE = {"sptrsv_spmv": 64, "spmv_sptrsv": 80}
@@ -1378,6 +1412,7 @@ class Prepared:
             self.direct = writes_row_order(schedule, problem.matrices)
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
+            self.binds, self.launches = BOUND, None           # _run_dataflow's launches, kept (_dataflow_launches)
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
@@ -1409,6 +1444,7 @@ class Prepared:
     data = False        # the flag executor's kernel with the values as flags (a factor pair's dataflow)
     spmv_share = 0      # the dataflow records' SpMV programs of their own (spmv_share)
     streams: dict = {}  # and the kernel's arguments for them (stream_args); read, never changed
+    launches = None     # the dataflow call's launches, kept by its first call where binds (_dataflow_launches)
 
     def __call__(self, vector):
         if self.data or self.lean:

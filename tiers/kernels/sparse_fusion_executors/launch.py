@@ -4,6 +4,7 @@ holding the sentinel, the gather of the slots back into row order, and Hopper's 
 dependent launches."""
 
 import functools
+import inspect
 
 import torch
 import triton
@@ -71,8 +72,51 @@ def resident_per_sm(n_regs: int, shared: int, num_warps: int, props) -> int:
     return min(MAX_PROGRAMS_PER_SM.get((props.major, props.minor), 32), by_regs, by_threads, by_shared)
 
 
-def _launch_claimed(kernel, run, count, args, meta, pdl=False):
-    """Launch `kernel` over `count` blocks as `run` says, adding to `meta` what of `run` the kernel
+class Bound:
+    """One kernel's launch as a prepared call makes it again and again: the grid and keyword
+    arguments (constexprs, launch options) fixed, the positional ones given at each launch. The
+    first launch goes through the JIT (kernel[grid](…), which binds and specialises every
+    argument and looks the compiled kernel up) and keeps the compiled kernel, whose runner takes
+    the later ones: it only packs the arguments (the constexprs among them, bound once in
+    order). A launch whose positional arguments would specialise otherwise (a dtype, a pointer's
+    16-byte alignment, an int's being 1 or a multiple of 16: what Triton keys a kernel on) goes
+    through the JIT again, as does every launch in the interpreter."""
+
+    def __init__(self, kernel, grid, kwargs):
+        self.kernel, self.grid, self.kwargs = kernel, grid, kwargs
+        self.runner = self.spec = self.rest = None
+
+    def __call__(self, *args):
+        if self.runner is not None and specialisation(args) == self.spec:
+            self.runner(*args, *self.rest)
+            return
+        compiled = self.kernel[self.grid](*args, **self.kwargs)
+        if self.runner is None and not interpreting():
+            names = self.kernel.arg_names
+            params = inspect.signature(self.kernel.fn).bind(*args, **{k: v for k, v in self.kwargs.items()
+                                                                       if k in names})
+            params.apply_defaults()
+            self.rest = list(params.arguments.values())[len(args):]     # the constexprs, in order
+            self.spec = specialisation(args)
+            self.runner = compiled[tuple(self.grid) + (1,) * (3 - len(self.grid))]
+
+
+def jit_launch(kernel, grid, kwargs):
+    """kernel[grid](*args, **kwargs) for the args it is called with: a launch as Bound makes it,
+    through the JIT every time."""
+    return lambda *args: kernel[grid](*args, **kwargs)
+
+
+def specialisation(args) -> list:
+    """What Triton's kernel key takes from positional arguments (Bound): a tensor's dtype and
+    whether its address is a multiple of 16, whether an int is 1 or a multiple of 16."""
+    return [(a.dtype, not a.data_ptr() & 15) if isinstance(a, torch.Tensor)
+            else (a == 1, not a & 15) if type(a) is int else a for a in args]
+
+
+def claimed(kernel, run, count, args, meta, pdl=False) -> tuple:
+    """The grid and keyword arguments that launch `kernel` over `count` blocks as `run` says
+    (_launch_claimed), `meta` with what of `run` the kernel
     takes (by its parameters' names; the lean rows' kernel, which always strides and never naps,
     takes none): LOOP (persistent programs), NAP (the sleep between polls; none in the
     interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
@@ -82,22 +126,23 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
     fails rather than leave one out), and asks for no more programs per SM than the compiled
     kernel lets an SM hold (resident_per_sm, found once per Prepared). The interpreter runs
     programs one after another, so there a single striding program takes every block. pdl: a
-    programmatic dependent launch (the kernel waits for the one before it with gdc_wait)."""
+    programmatic dependent launch (the kernel waits for the one before it with gdc_wait). `args`
+    are the launch's positional arguments (a striding kernel is compiled with them, once per
+    Prepared, to find how many programs an SM holds)."""
     stride = run.claim == "stride"
     extra = dict(LOOP=run.programs_per_sm > 0, NAP=0 if interpreting() else run.nap_ns)
     if run.executor in STRIDING:
         extra["STRIDE"] = stride
     meta = dict(meta, **{k: v for k, v in extra.items() if k in kernel.arg_names})
     if stride and interpreting():      # one program a stream: the interpreter runs them in turn
-        kernel[(2 if meta.get("STREAMS") else 1,)](*args, **meta)
-        return
-    launch = {"launch_cooperative_grid": True} if stride else {}
+        return (2 if meta.get("STREAMS") else 1,), meta
+    options = {"launch_cooperative_grid": True} if stride else {}
     if pdl:
-        launch["launch_pdl"] = True
+        options["launch_pdl"] = True
     per_sm = run.programs_per_sm
     if stride:
         if run.resident is None:
-            compiled = kernel.warmup(*args, grid=(1,), **meta, **launch)
+            compiled = kernel.warmup(*args, grid=(1,), **meta, **options)
             compiled._init_handles()     # the register count is known once the binary is loaded
             run.resident = resident_per_sm(compiled.n_regs, compiled.metadata.shared, run.num_warps,
                                            _props(args[0].device))
@@ -105,7 +150,13 @@ def _launch_claimed(kernel, run, count, args, meta, pdl=False):
     programs = _programs(count, per_sm, args[0].device)
     if meta.get("STREAMS"):         # a program for each stream at least, or one would never run
         programs = max(programs, 2)
-    kernel[(programs,)](*args, **meta, **launch)
+    return (programs,), dict(meta, **options)
+
+
+def _launch_claimed(kernel, run, count, args, meta, pdl=False):
+    """Launch `kernel` with `args` over `count` blocks as `run` says (claimed)."""
+    grid, kwargs = claimed(kernel, run, count, args, meta, pdl)
+    kernel[grid](*args, **kwargs)
 
 
 def _await_from(vec, n, claim="counter"):
@@ -153,14 +204,18 @@ def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=
     slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
     n = vector.shape[0]                                    # a slot read but never reset then fails it
     first = 0 if copy else n
-    BLOCK = 2048
     if total > first:
-        _input_then_sentinel[(triton.cdiv(total - first, BLOCK),)](
-            slots.view(bits), vector.contiguous().view(bits) if address is None else address, n, first, total,
-            slots if awaited is None else awaited,             # without SOME the kernel reads no AWAITED
-            SENT=SENTINEL[vector.dtype], R=R, SOME=awaited is not None,
-            BLOCK=BLOCK, PDL=pdl, INDIRECT=address is not None, num_warps=4)
-    return slots
+        grid, kwargs = fill_launch(total - first, vector.dtype, pdl, awaited is not None, R, address is not None)
+        _input_then_sentinel[grid](slots.view(bits), vector.contiguous().view(bits) if address is None else address,
+                                   n, first, total, slots if awaited is None else awaited, **kwargs)
+    return slots         # without SOME the kernel reads no AWAITED: slots stands in
+
+
+def fill_launch(count, dtype, pdl, some, R, indirect) -> tuple:
+    """_input_then_sentinel's grid and keyword arguments for `count` slots (_slots_from)."""
+    BLOCK = 2048
+    return (triton.cdiv(count, BLOCK),), dict(SENT=SENTINEL[dtype], R=R, SOME=some, BLOCK=BLOCK, PDL=pdl,
+                                              INDIRECT=indirect, num_warps=4)
 
 
 @triton.jit
@@ -178,10 +233,15 @@ def _gather_back(OUT, SLOTS, BACK, N, BLOCK: tl.constexpr, PDL: tl.constexpr):
 
 def _back(out, slots, back, pdl):
     """out = slots[back] (_gather_back), as a dependent launch with pdl."""
+    grid, kwargs = back_launch(out.shape[0], pdl)
+    _gather_back[grid](out, slots, back, out.shape[0], **kwargs)
+
+
+def back_launch(count, pdl) -> tuple:
+    """_gather_back's grid and keyword arguments for `count` results (_back)."""
     BLOCK = 1024
-    launch = {"launch_pdl": True} if pdl else {}
-    _gather_back[(triton.cdiv(out.shape[0], BLOCK),)](out, slots, back, out.shape[0], BLOCK=BLOCK, PDL=pdl,
-                                                      num_warps=4, **launch)
+    return (triton.cdiv(count, BLOCK),), dict(BLOCK=BLOCK, PDL=pdl, num_warps=4,
+                                              **({"launch_pdl": True} if pdl else {}))
 
 
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
