@@ -1195,13 +1195,17 @@ def folds_rhs(tables, chunk) -> bool:
 
 
 BOUND = True
-"""Whether a prepared dataflow call keeps its launches (Bound) from call to call, their runners
-taking every call after the first, or derives them and launches through the JIT at each call.
-Measured on an H200 (2026-12-04, figures/data/host_parts_*, the 3D grid's sptrsv_spmv, float64):
-the call's three launches took 17, 36 and 21 µs of host time through the JIT against 9, 18 and 8
-through the compiled kernels' runners, in a call of 0.17–0.19 ms of host time against 0.22 ms on
-the device; in the CLI's slow rounds, whose device time followed the host's, the host took
-0.28–0.42 ms (figures/data/slow_rounds_next_*)."""
+"""Whether a prepared dataflow call keeps its launches (launch.Bound) from call to call, their
+compiled kernels' runners taking every call after the first, or launches through the JIT at
+each call. Measured on an H200 (2026-12-04): before it (b597be6, figures/data/host_parts_*) the
+3D grid's sptrsv_spmv call took 0.17–0.19 ms of host time against 0.219 on the device, its
+three launches 17, 36 and 21 µs through the JIT against 9, 18 and 8 through the runners, and
+do_bench's rounds were slow (1.2–1.8×) where the host fell behind (slow_rounds_next_*). A/B in
+one process (kept_ab_*, 5 rotated rounds, outputs checked), host ms a call kept / JIT:
+0.07–0.15 / 0.12–0.31; device ms, medians: 3D sptrsv_spmv 0.2180 / 0.2182, spmv_sptrsv 0.2173 /
+0.2145 (the JIT's rounds 0.214–0.281), float32 spmv_sptrsv 0.1937 / 0.1950 (0.194–0.334),
+27-point spmv_sptrsv 0.2910 / 0.2909, power-law spmv_sptrsv 0.1676 / 0.1677: 3 of the JIT's 15
+rounds on the 3D grid slow, none of the kept launches'."""
 
 
 def _run_dataflow(run, val, vec, vector):
