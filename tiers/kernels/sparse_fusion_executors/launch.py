@@ -116,11 +116,11 @@ def specialisation(args) -> list:
 
 def claimed(kernel, run, count, args, meta, pdl=False) -> tuple:
     """The grid and keyword arguments that launch `kernel` over `count` blocks as `run` says
-    (_launch_claimed), `meta` with what of `run` the kernel
-    takes (by its parameters' names; the lean rows' kernel, which always strides and never naps,
-    takes none): LOOP (persistent programs), NAP (the sleep between polls; none in the
-    interpreter, which cannot sleep) and, for the executors that may stride (STRIDING), STRIDE.
-    Every sync-free executor launches through here. One program per block, or
+    (_launch_claimed): `meta` with what of `run` the kernel takes (by its parameters' names; the
+    lean rows' kernel, which always strides and never naps, takes none): LOOP (persistent
+    programs), NAP (the sleep between polls; none in the interpreter, which cannot sleep) and,
+    for the executors that may stride (STRIDING), STRIDE. Every sync-free executor launches
+    through here. One program per block, or
     run.programs_per_sm persistent programs per SM that take tickets or, with claim "stride",
     stride over the blocks. Striding programs must all run at once: the launch is cooperative (it
     fails rather than leave one out), and asks for no more programs per SM than the compiled
