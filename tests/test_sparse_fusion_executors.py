@@ -628,11 +628,13 @@ def test_dataflow_launches_kept(binds, direct, monkeypatch):
 
 
 def test_specialisation_keys():
-    """Bound's key: a tensor's dtype and 16-byte alignment, an int's being 1 or a multiple of 16,
-    anything else as it is."""
+    """Bound's key: a tensor's dtype and 16-byte alignment, an int's being 1 or a multiple of 16
+    and its type (within int32 or not), anything else as it is."""
     x = torch.zeros(8, dtype=torch.float64)
     key = t3_launch.specialisation
-    assert key((x, 16, 1, 5, None)) == [(torch.float64, True), (False, True), (True, False), (False, False), None]
+    assert key((x, 16, 1, 5, None)) == [(torch.float64, True), (False, True, True), (True, False, True),
+                                        (False, False, True), None]
+    assert key((2**31,)) != key((16,)) and key((2**31 - 16,)) == key((16,))
     assert key((x[1:],)) != key((x,)) and key((x[2:],)) == key((x,)) and key((x.float(),)) != key((x,))
 
 

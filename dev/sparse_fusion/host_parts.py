@@ -26,7 +26,6 @@ import io
 import json
 import pstats
 import statistics
-import time
 
 import torch
 from triton.runtime.jit import JITFunction
@@ -38,16 +37,8 @@ from tiers.t3_triton_fused import sparse_fusion as t3
 
 
 def host_ms(fn, calls=50, rounds=7):
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append(1e3 * (time.perf_counter() - start) / calls)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
+    """The median of `rounds` of the bench's _enqueue_ms (`calls` calls back to back)."""
+    return statistics.median(bench._enqueue_ms(fn, calls) for _ in range(rounds))
 
 
 def recorded_launches(call):

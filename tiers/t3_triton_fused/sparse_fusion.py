@@ -206,10 +206,10 @@ from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
 from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
-from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound, _back,
+from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound,
                                                           _fresh_ticket, _gather_back, _input_then_sentinel,
                                                           _launch_claimed, _slots_from, back_launch, claimed,
-                                                          fill_launch, jit_launch, uses_pdl)
+                                                          fill_args, fill_launch, jit_launch, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
@@ -1226,9 +1226,8 @@ def _run_dataflow(run, val, vec, vector):
     n = run.tables.n1
     vector = vector.contiguous()
     slots = buffers.empty((n + count * run.slot_stride,), dtype=vec.dtype, device=vec.device)   # NaN where a
-    bits = SENTINEL_BITS[vec.dtype]               # check poisons: a slot read but never reset then fails it
-    fill = (slots.view(bits), vector.view(bits), n, n if run.split else 0, slots.shape[0],
-            slots if run.awaited is None else run.awaited)      # without SOME the kernel reads no AWAITED
+    fill = fill_args(slots, vector, n, n if run.split else 0, run.awaited)    # check poisons: a slot read but
+                                                                              # never reset then fails it
     rv = run.record_values
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
         flow = (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"], sdev["dst"], slots, vec, n, vector)

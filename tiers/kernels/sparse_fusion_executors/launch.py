@@ -109,9 +109,11 @@ def jit_launch(kernel, grid, kwargs):
 
 def specialisation(args) -> list:
     """What Triton's kernel key takes from positional arguments (Bound): a tensor's dtype and
-    whether its address is a multiple of 16, whether an int is 1 or a multiple of 16."""
+    whether its address is a multiple of 16; whether an int is 1, a multiple of 16, and within
+    int32 (its type: i32 or wider); anything else as it is (a key that changes more often than
+    Triton's only sends more launches through the JIT)."""
     return [(a.dtype, not a.data_ptr() & 15) if isinstance(a, torch.Tensor)
-            else (a == 1, not a & 15) if type(a) is int else a for a in args]
+            else (a == 1, not a & 15, -2**31 <= a < 2**31) if type(a) is int else a for a in args]
 
 
 def claimed(kernel, run, count, args, meta, pdl=False) -> tuple:
@@ -200,15 +202,23 @@ def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=
     the 3D grid: figures/data/prof_early_*). With `address` (an int64 tensor the GPU can read,
     t3's graphs: pinned host memory) the kernel reads the input at the address it holds when it
     runs, and `vector` gives only its length, dtype and device."""
-    bits = SENTINEL_BITS[vector.dtype]
     slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
     n = vector.shape[0]                                    # a slot read but never reset then fails it
     first = 0 if copy else n
     if total > first:
         grid, kwargs = fill_launch(total - first, vector.dtype, pdl, awaited is not None, R, address is not None)
-        _input_then_sentinel[grid](slots.view(bits), vector.contiguous().view(bits) if address is None else address,
-                                   n, first, total, slots if awaited is None else awaited, **kwargs)
-    return slots         # without SOME the kernel reads no AWAITED: slots stands in
+        _input_then_sentinel[grid](*fill_args(slots, vector, n, first, awaited, address), **kwargs)
+    return slots
+
+
+def fill_args(slots, vector, n, first, awaited, address=None) -> tuple:
+    """_input_then_sentinel's positional arguments: the slots and the n-entry input as bit
+    patterns (with `address`, the tensor holding the input's address instead: INDIRECT), from
+    where to write, the slots' length, and the blocks' AWAITED flags (without SOME the kernel
+    reads none: the slots stand in)."""
+    bits = SENTINEL_BITS[slots.dtype]
+    return (slots.view(bits), vector.contiguous().view(bits) if address is None else address, n, first,
+            slots.shape[0], slots if awaited is None else awaited)
 
 
 def fill_launch(count, dtype, pdl, some, R, indirect) -> tuple:
@@ -231,14 +241,9 @@ def _gather_back(OUT, SLOTS, BACK, N, BLOCK: tl.constexpr, PDL: tl.constexpr):
     tl.store(OUT + i, tl.load(SLOTS + at, mask=i < N), mask=i < N)
 
 
-def _back(out, slots, back, pdl):
-    """out = slots[back] (_gather_back), as a dependent launch with pdl."""
-    grid, kwargs = back_launch(out.shape[0], pdl)
-    _gather_back[grid](out, slots, back, out.shape[0], **kwargs)
-
-
 def back_launch(count, pdl) -> tuple:
-    """_gather_back's grid and keyword arguments for `count` results (_back)."""
+    """_gather_back's grid and keyword arguments for `count` results (out = slots[back]), a
+    dependent launch with pdl."""
     BLOCK = 1024
     return (triton.cdiv(count, BLOCK),), dict(BLOCK=BLOCK, PDL=pdl, num_warps=4,
                                               **({"launch_pdl": True} if pdl else {}))
