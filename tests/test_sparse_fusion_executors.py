@@ -593,6 +593,28 @@ def test_spmv_programs_apart(monkeypatch):
                 assert launches[-1]["SHARE0"] == (share if pair == "spmv_sptrsv" else 256 - share)
 
 
+def test_sums_each_poll(monkeypatch):
+    """sums_each_poll: every block takes its sums at every poll where the pair's blocks run
+    together, only the solve's stream where the SpMV runs apart (2 where it comes first,
+    sptrsv_spmv; 3 where second, spmv_sptrsv), none for spmv_sptrsv on long records, none with
+    SUMS_EACH_POLL off. Whichever blocks take them so (SUMS 0 to 3, on a pipelined grid with
+    the SpMV apart and on a grid without the pipeline), every result is t0's."""
+    assert [t3.sums_each_poll("sptrsv_sptrsv", 0, True), t3.sums_each_poll("sptrsv_spmv", 0, False),
+            t3.sums_each_poll("sptrsv_spmv", 64, True), t3.sums_each_poll("spmv_sptrsv", 80, False),
+            t3.sums_each_poll("spmv_sptrsv", 80, True)] == [1, 1, 2, 3, 0]
+    monkeypatch.setattr(t3, "SUMS_EACH_POLL", False)
+    assert t3.sums_each_poll("sptrsv_spmv", 0, False) == 0
+    monkeypatch.undo()
+    for pair, mats, b, ref in _vector_pair_cases((sm.poisson3d(3, points=27), sm.poisson2d(6)), 6, "sums"):
+        run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", claim="stride",
+                         programs_per_sm=2, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"))
+        assert run.sums == t3.sums_each_poll(pair, run.spmv_share, t3._long_records(run.record_shape))
+        assert (run.spmv_share > 0) is (mats[0].shape[0] == 27 and pair != "sptrsv_sptrsv")
+        for sums in range(4):
+            run.sums, run.launches = sums, None           # the launches are derived again from `sums`
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow sums={sums} {pair}")
+
+
 @pytest.mark.parametrize("binds", [True, False])
 @pytest.mark.parametrize("direct", [True, False])
 def test_dataflow_launches_kept(binds, direct, monkeypatch):

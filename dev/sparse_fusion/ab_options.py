@@ -10,7 +10,8 @@ it goes, or a gather after the kernel), or `slot_bytes:N`, the bytes of output s
 block takes at least in place of slot_stride's sector (128: a cache line), or `pair_bytes:N`,
 the bytes from one lean row's pair to the next's in place of lean_defaults', or `spmv_share:N`,
 the share of 256 striding dataflow programs that run an SpMV's blocks apart (SPMV_SHARE for
-both pairs in place of its defaults, spmv_share). An empty
+both pairs in place of its defaults, spmv_share), or `sums:N`, which blocks take their sums at
+every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first call). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
@@ -23,7 +24,8 @@ Data of 2026-12-02 (H200): figures/data/early_f32_27pt_*, pps_f32_27pt_*, pps_f6
 (and early_27pt_*, early_2d_*, early_pps_27pt_* from its first form); of 2026-12-03: direct_ab_*,
 own_back_ab_* (with an own_back override, for the patch beside that data), line_slots_ab_* (its
 "line" runner as slot_bytes:128 gives it, run by a scratch probe, slot_stride_ab.py, folded in
-here since).
+here since); of 2026-12-04: sums_ab_* (its first A/B, with the GPU-scope polls of the diff beside it,
+as poll:N).
 """
 import sys
 

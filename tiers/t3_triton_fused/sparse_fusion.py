@@ -1257,7 +1257,8 @@ def _dataflow_launches(run, flow, dtype, device) -> list:
         kernel = _dataflow
         meta = dict(meta, **run.streams, PTX=not interpreting(),
                     AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
-                    EVERY=run.whole_records, SPLIT=run.split, RS=run.slot_stride, **run.record_shape)
+                    EVERY=run.whole_records, SPLIT=run.split, RS=run.slot_stride, **run.record_shape,
+                    SUMS=run.sums)
     first = n if run.split else 0
     make = Bound if run.binds else jit_launch
     launches = [make(_input_then_sentinel, *fill_launch(n + count * run.slot_stride - first, dtype, pdl,
@@ -1317,6 +1318,45 @@ def stream_args(pair, share, plan_dev) -> dict:
         return {}
     spmv_first = dags.check_pair(pair).kernels[0] == "spmv"
     return dict(STREAMS=True, SPLIT_AT=plan_dev["split_at"], SHARE0=share if spmv_first else 256 - share)
+
+
+SUMS_EACH_POLL = True
+"""Whether the dataflow records' blocks may take their sums at every poll (sums_each_poll)."""
+
+
+def sums_each_poll(pair, share, long_records) -> int:
+    """_dataflow's SUMS: which blocks take their sums at every poll instead of once after the last
+    (vec_await_dot). A row's sum is three rounds of shuffles across the lanes that hold its
+    entries; taken after the wait they lie on the chain from the last value's arrival to the
+    result's store, at every hop of the critical path; taken at every poll they run beside the
+    check for what is still pending, and a poll that still finds something pending costs their
+    time before the next. Every block where the pair's blocks run together (1); where the
+    SpMV's blocks run apart (share, spmv_share), the solve's stream alone (2 when it comes
+    first, sptrsv_spmv; 3 when second, spmv_sptrsv), since the SpMV's programs, which mostly
+    wait, only lost by it; and on long records (the 27-point grid) the spmv_sptrsv not at all.
+
+    Measured on an H200 (2026-12-04, sparse-fusion schedule, A/B in one process, 5 rotated
+    rounds, every output checked first, figures/data/sums_ab_*), ms, once after the wait →
+    every block / the solve's stream:
+      2D grid: sptrsv_spmv 0.9644 → 0.9039, spmv_sptrsv 0.9495 → 0.9119, sptrsv_sptrsv 1.854 →
+        1.7645 (every block: no streams there);
+      3D grid, float64: sptrsv_spmv 0.2181 → 0.2041 and 0.2234 → 0.2053 / 0.2041; spmv_sptrsv
+        0.2137 → 0.2092 / 0.2097; float32 sptrsv_spmv 0.2090 → 0.1886 / 0.1865;
+      27-point grid, float64: sptrsv_spmv 0.2913 → 0.3000 and 0.2918 → 0.3006 / 0.2871 (the
+        SpMV's stream alone: 0.3066), 0.2928 → 0.2879; spmv_sptrsv 0.2919 → 0.3016 and 0.2927 →
+        0.3024 / 0.3058 (the SpMV's alone 0.2956), 0.2917 → 0.3047; with the SpMV's blocks
+        together again, every block 0.3056 / 0.3030 against 0.3066 / 0.3028 without;
+        sptrsv_sptrsv 0.5068 → 0.4900;
+      27-point grid, float32 (no streams): sptrsv_spmv 0.2649 → 0.2590, spmv_sptrsv 0.2653 →
+        0.2591."""
+    if not SUMS_EACH_POLL:
+        return 0
+    if not share:
+        return 1
+    spmv_first = dags.check_pair(pair).kernels[0] == "spmv"
+    if spmv_first and long_records:
+        return 0
+    return 3 if spmv_first else 2
 
 
 AWAITED_ONLY = True
@@ -1416,6 +1456,7 @@ class Prepared:
             self.split = self.flat or reads_input_apart(shape)
             self.awaited = self.plan[1].get("awaited") if AWAITED_ONLY else None   # None: all (_slots_from)
             self.binds, self.launches = BOUND, None           # _run_dataflow's launches, kept (_dataflow_launches)
+            self.sums = sums_each_poll(problem.pair, self.spmv_share, _long_records(shape))
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)

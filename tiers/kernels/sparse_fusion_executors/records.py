@@ -12,7 +12,7 @@ from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import _next_ticket
 from tiers.kernels.sparse_fusion_executors.tickets import ticket_cut
-from tiers.kernels.sparse_rows import CHUNK, tail_sum, vec_await_at, vec_look_at
+from tiers.kernels.sparse_rows import CHUNK, tail_sum, vec_await_at, vec_await_dot, vec_look_at
 
 
 RECORD_CHUNK = 32        # dataflow: entry slots per lane of a record at most (record_chunk)
@@ -130,7 +130,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
               FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
               SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False, RS: tl.constexpr = 0,
-              SPLIT_AT=0, SHARE0=0, STREAMS: tl.constexpr = False):
+              SPLIT_AT=0, SHARE0=0, STREAMS: tl.constexpr = False, SUMS: tl.constexpr = 0):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -168,17 +168,22 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     STREAMS (striding, Prepared.spmv_share): the blocks are two streams, kernel 1's blocks
     0 … SPLIT_AT − 1 and kernel 2's after them (_dataflow_plan's `apart`); the first
     max(1, P·SHARE0 / 256) programs stride over the first stream, the others over the second,
-    so a program of one kernel never sits in another kernel's block.
+    so a program of one kernel never sits in another kernel's block. SUMS (Prepared.sums,
+    sums_each_poll): 0, a block's sums are taken once everything it reads is there; 1, at every
+    poll (vec_await_dot), so that on the last poll the sums' shuffles run beside the check for
+    what is still pending; 2 or 3, at every poll in the first or the second stream's blocks only.
     """
     SL: tl.constexpr = RS if RS > 0 else R
     w = CHUNK
     w1 = CHUNK
     P = tl.num_programs(0)
+    spec = SUMS == 1                # whether this program's blocks take their sums at every poll
     if STRIDE:
         t = tl.program_id(0)
         if STREAMS:
             P0 = tl.minimum(tl.maximum((P * SHARE0) // 256, 1), P - 1)
             first = t < P0
+            spec = first == (SUMS == 2)         # SUMS 2: the first stream's programs, 3: the second's
             N_BLK = tl.where(first, SPLIT_AT, N_BLK)
             t = tl.where(first, t, t - P0 + SPLIT_AT)
             P = tl.where(first, P0, P - P0)
@@ -194,8 +199,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
     if EARLY and STRIDE:
-        _pipelined(t, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY, SL)
+        _pipelined(t, spec, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+                   IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY, SL, SUMS)
     else:
         if PDL and STRIDE:
             gdc_wait()
@@ -212,8 +217,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             if LOOP and AHEAD == 2 and PTX:        # n1, the next block, is known (striding) or held
                 _prefetch(n1, w1, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, R, CHUNK, TAIL, DIRECT, FOLD)
             x, rhs = _look(VEC, IN, px, rhs_at, N_IN, SPLIT)
-            _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
-                    N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False, SPLIT, SL)
+            _finish(t, spec, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT,
+                    N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, False, SPLIT, SL, SUMS)
             if STRIDE:
                 t, n1, w, w1 = n1, n2, w1, w2
             elif LOOP and AHEAD > 0:
@@ -250,11 +255,11 @@ def _width(WIDTH, t, N_BLK, CHUNK: tl.constexpr, EVERY: tl.constexpr):
 
 
 @triton.jit
-def _pipelined(t, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+def _pipelined(t, spec, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
                IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
                PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
                TAIL: tl.constexpr, FOLD: tl.constexpr, PDL: tl.constexpr, SPLIT: tl.constexpr,
-               EVERY: tl.constexpr, SL: tl.constexpr):
+               EVERY: tl.constexpr, SL: tl.constexpr, SUMS: tl.constexpr):
     """_dataflow's striding loop as a software pipeline (EARLY, looks_early), block b of a program
     being followed by b + P: while block b waits, block b + P's record is loaded and its entries
     read once, the positions of block b + 2P are loaded into registers, and L1 is asked for the
@@ -279,26 +284,27 @@ def _pipelined(t, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, 
     while t < N_BLK:
         wd = _width(WIDTH, t + 4 * P, N_BLK, CHUNK, EVERY)
         qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1 = _half(
-            t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
+            t, spec, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT, SL)
+            TRIP_DIV, DIRECT, TAIL, FOLD, False, SPLIT, SL, SUMS)
         we = _width(WIDTH, t + 5 * P, N_BLK, CHUNK, EVERY)
         p1 = qa
         qa, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs = _half(
-            t + P, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
+            t + P, spec, P, wb, wc, wd, qb, p1, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1, N_BLK, PX, PA, RHS, START,
             END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING,
-            TRIP_DIV, DIRECT, TAIL, FOLD, True, SPLIT, SL)
+            TRIP_DIV, DIRECT, TAIL, FOLD, True, SPLIT, SL, SUMS)
         px = qb
         wa, wb, wc = wc, wd, we
         t += 2 * P
 
 
 @triton.jit
-def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START, END,
+def _half(t, spec, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, PX, PA, RHS, START, END,
           SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN, IN,
           R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
           PTX: tl.constexpr, PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr,
-          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr):
+          TAIL: tl.constexpr, FOLD: tl.constexpr, PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr,
+          SUMS: tl.constexpr):
     """Half of _pipelined's loop: block t (with PAST it may lie past the last) is finished from its
     record and its entries' first look, after the loads of what comes next are issued — the
     positions of block t + 2P, the rest of block t + P's record (whose positions qa are loaded)
@@ -310,22 +316,31 @@ def _half(t, P, wa, wb, wc, qa, px, a, rhs_at, start, end, sign, d, dinv, dst, x
     a1, rh1, s1, e1, sg1, d1, di1, ds1 = _record_rest(t + P, wa, N_BLK, PA, RHS, START, END, SIGN, D, DINV, DST, R,
                                                       CHUNK, TAIL, DIRECT, FOLD)
     x1, rhs1 = _look(VEC, IN, qa, rh1, N_IN, SPLIT)
-    _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
-            IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST, SPLIT, SL)
+    _finish(t, spec, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+            IN, R, CHUNK, SENT, NAP, WIDE, PENDING, TRIP_DIV, DIRECT, TAIL, PAST, SPLIT, SL, SUMS)
     return qb, a1, rh1, s1, e1, sg1, d1, di1, ds1, x1, rhs1
 
 
 @triton.jit
-def _finish(t, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
+def _finish(t, spec, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BLK, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
             IN, R: tl.constexpr, CHUNK: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr,
             PENDING: tl.constexpr, TRIP_DIV: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
-            PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr):
+            PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr, SUMS: tl.constexpr):
     """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
     x and right-hand sides rhs read once (vec_look): the polls until none holds the sentinel,
     the sums, the quotients and their stores."""
-    x, rhs = vec_await_at(x, _at(VEC, IN, px, N_IN, SPLIT), px, px >= 0, rhs, _at(VEC, IN, rhs_at, N_IN, SPLIT),
-                          rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
-    r = rhs + tl.sum(a * x, 1)
+    xp, rp = _at(VEC, IN, px, N_IN, SPLIT), _at(VEC, IN, rhs_at, N_IN, SPLIT)
+    if SUMS == 1:
+        r = vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT)
+    elif SUMS > 1:
+        if spec:
+            r = vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT)
+        else:
+            x, rhs = vec_await_at(x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
+            r = rhs + tl.sum(a * x, 1)
+    else:
+        x, rhs = vec_await_at(x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
+        r = rhs + tl.sum(a * x, 1)
     if TAIL:
         tl.static_assert(not SPLIT, "tail_sum reads the input from VEC")
         ok = start <= end                 # every lane: an empty one computes 0 for its unused slot
