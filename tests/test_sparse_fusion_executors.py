@@ -615,6 +615,66 @@ def test_sums_each_poll(monkeypatch):
             _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow sums={sums} {pair}")
 
 
+@triton.jit
+def _late_writes_kernel(VEC, PX, A, RHS_AT, LATE, LATE_VAL, OUT, N_IN, SENT: tl.constexpr, R: tl.constexpr,
+                        C: tl.constexpr, L: tl.constexpr, HOW: tl.constexpr):
+    """A block of R rows reads VEC at PX [R, C] (−1: none) and its right-hand sides at RHS_AT once
+    (vec_look_at), then the L values at LATE are written, as another program would write them, and
+    the block waits: HOW 0, vec_await_at polling what is pending; 1, polling every entry again; 2,
+    vec_await_dot. rhs + Σ a·x per row goes to OUT."""
+    r = tl.arange(0, R)
+    e = r[:, None] * C + tl.arange(0, C)[None, :]
+    px, a, rhs_at = tl.load(PX + e), tl.load(A + e), tl.load(RHS_AT + r)
+    xp, rp = VEC + px, VEC + rhs_at
+    x, rhs = rows.vec_look_at(xp, px >= 0, rp, rhs_at >= 0)
+    j = tl.arange(0, L)
+    tl.store(VEC + tl.load(LATE + j), tl.load(LATE_VAL + j))
+    if HOW == 2:
+        s = rows.vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT)
+    else:
+        x, rhs = rows.vec_await_at(x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, 0, HOW == 0)
+        s = rhs + tl.sum(a * x, 1)
+    tl.store(OUT + r, s)
+
+
+@pytest.mark.parametrize("how", [0, 1, 2])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_awaits_take_values_written_after_the_first_look(how, dtype, seed):
+    """The waits of the dataflow records (vec_await_at with pending or whole polls, vec_await_dot)
+    on a block whose first look finds some entries and right-hand sides still holding the
+    sentinel, written only after it: the interpreter runs one program at a time, so a wait there
+    otherwise never polls twice. Inputs (positions below N_IN) are never awaited, even where their
+    bits are the sentinel's; every row's sum is the one of the values finally written."""
+    rng = np.random.default_rng(seed)
+    R, C, n_in, n_out, L = 4, 8, 16, 16, 8
+    tdt = getattr(torch, dtype)
+    final = rng.standard_normal(n_in + n_out)
+    late = rng.choice(np.arange(n_in, n_in + n_out), size=L, replace=False)
+    vec = torch.tensor(final, dtype=tdt)
+    vec.view(t3.SENTINEL_BITS[tdt])[torch.from_numpy(late)] = t3.SENTINEL[tdt]
+    px = rng.integers(-1, n_in + n_out, size=(R, C))
+    rhs_at = rng.integers(-1, n_in + n_out, size=R)
+    px[px == n_in - 1], rhs_at[rhs_at == n_in - 1] = -1, -1
+    px[:, 0] = late[:R]                                   # every row waits for something
+    px[0, 1] = n_in - 1                                   # row 0 reads an input holding the sentinel's bits
+    vec.view(t3.SENTINEL_BITS[tdt])[n_in - 1] = t3.SENTINEL[tdt]
+    final[n_in - 1] = vec[n_in - 1].item()                # ... as it is (a NaN), without waiting
+    rhs_at[1] = late[R]
+    a = rng.standard_normal((R, C))
+    x = np.where(px >= 0, final[np.maximum(px, 0)], 0.0)
+    want = np.where(rhs_at >= 0, final[np.maximum(rhs_at, 0)], 0.0) + (a * x).sum(1)
+    want[0] = np.nan
+    dev = dict(dtype=torch.int32, device=DEVICE)
+    out = torch.full((R,), 7.0, dtype=tdt, device=DEVICE)
+    _late_writes_kernel[(1,)](vec.to(DEVICE), torch.tensor(px, **dev), torch.tensor(a, dtype=tdt, device=DEVICE),
+                              torch.tensor(rhs_at, **dev), torch.tensor(late, **dev),
+                              torch.tensor(final[late], dtype=tdt, device=DEVICE), out, n_in,
+                              SENT=t3.SENTINEL[tdt], R=R, C=C, L=L, HOW=how, num_warps=1)
+    got = out.cpu().double().numpy()
+    assert np.isnan(got[0]) and np.allclose(got[1:], want[1:], rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
 @pytest.mark.parametrize("binds", [True, False])
 @pytest.mark.parametrize("direct", [True, False])
 def test_dataflow_launches_kept(binds, direct, monkeypatch):
