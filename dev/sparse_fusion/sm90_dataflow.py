@@ -42,16 +42,15 @@ class Caught:
 
 def compile_sm90(fn, args, meta):
     """triton.compile of fn for sm_90: tensors typed from `args`, ints in `meta` that are not
-    constexprs (SPLIT_AT, SHARE0) as i32, constexprs from `meta` or their defaults."""
+    constexprs (SPLIT_AT, SHARE0) and such ints left at their defaults as i32, constexprs from
+    `meta` or their defaults."""
     meta, sig, const, it = dict(meta), {}, {}, iter(args)
     num_warps = meta.pop("num_warps", 1)
     for p in fn.params:
         if p.is_constexpr:
             sig[p.name], const[p.name] = "constexpr", meta.get(p.name, p.default)
-        elif p.name in meta:
-            sig[p.name] = "i32"
         else:
-            a = next(it)
+            a = meta[p.name] if p.name in meta else next(it, None)
             sig[p.name] = "*" + TYPES[a.dtype] if isinstance(a, torch.Tensor) else "i32"
     return triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
 

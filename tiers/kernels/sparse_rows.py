@@ -265,14 +265,16 @@ def vec_await_at(x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr, NA
 
 
 @triton.jit
-def vec_await_dot(a, x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr):
-    """rhs + Σ_k a·x along each row, x and rhs awaited as vec_await_at's PENDING polls await them,
-    the sum taken after every poll instead of once after the last: the sum's shuffles then run
-    beside the check for what is still pending, not after it."""
+def vec_await_dot(a, x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr = 0):
+    """rhs + Σ_k a·x along each row, x and rhs awaited as vec_await_at's PENDING polls await them
+    (NAP as there), the sum taken after every poll instead of once after the last: the sum's
+    shuffles then run beside the check for what is still pending, not after it."""
     wx = _waiting(x, px, m, N_IN, SENT)
     wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
     r = rhs + tl.sum(a * x, 1)
     while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
+        if NAP > 0:
+            nap(tl.full([], NAP, tl.int32))
         x = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), x)
         rhs = tl.where(wr, tl.load(rp, mask=wr, other=0.0, volatile=True), rhs)
         wx = _waiting(x, px, wx, N_IN, SENT)

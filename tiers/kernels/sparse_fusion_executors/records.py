@@ -183,7 +183,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
         if STREAMS:
             P0 = tl.minimum(tl.maximum((P * SHARE0) // 256, 1), P - 1)
             first = t < P0
-            spec = first == (SUMS == 2)         # SUMS 2: the first stream's programs, 3: the second's
+            if SUMS > 1:                        # SUMS 2: the first stream's programs, 3: the second's
+                spec = first == (SUMS == 2)
             N_BLK = tl.where(first, SPLIT_AT, N_BLK)
             t = tl.where(first, t, t - P0 + SPLIT_AT)
             P = tl.where(first, P0, P - P0)
@@ -328,16 +329,10 @@ def _finish(t, spec, px, a, rhs_at, start, end, sign, d, dinv, dst, x, rhs, N_BL
             PAST: tl.constexpr, SPLIT: tl.constexpr, SL: tl.constexpr, SUMS: tl.constexpr):
     """Block t's rows (with PAST, t may lie past N_BLK: then none) from its record and its entries
     x and right-hand sides rhs read once (vec_look): the polls until none holds the sentinel,
-    the sums, the quotients and their stores."""
+    the sums (with `spec`, at every poll: vec_await_dot), the quotients and their stores."""
     xp, rp = _at(VEC, IN, px, N_IN, SPLIT), _at(VEC, IN, rhs_at, N_IN, SPLIT)
-    if SUMS == 1:
-        r = vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT)
-    elif SUMS > 1:
-        if spec:
-            r = vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT)
-        else:
-            x, rhs = vec_await_at(x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
-            r = rhs + tl.sum(a * x, 1)
+    if spec:                                # a constexpr but where the streams differ (_dataflow's SUMS)
+        r = vec_await_dot(a, x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, NAP)
     else:
         x, rhs = vec_await_at(x, xp, px, px >= 0, rhs, rp, rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)
         r = rhs + tl.sum(a * x, 1)
