@@ -709,6 +709,36 @@ def test_dataflow_launches_kept(binds, direct, monkeypatch):
             assert run.launches == kept
 
 
+@pytest.mark.parametrize("binds", [True, False])
+def test_t2_launches_kept(binds, monkeypatch):
+    """t2's prepared call keeps its level launches (BOUND: a launch.Bound per level, whose compiled
+    kernel's runner takes the later calls on a GPU) or launches through the JIT at each call;
+    either way every call is t0's — fresh vectors, a vector whose address is not 16-byte aligned
+    and the first vector again — for a vector pair and a factor pair (whose values are copied
+    per call)."""
+    monkeypatch.setattr(t2, "BOUND", binds)
+    for pair in ("sptrsv_spmv", "spilu0_sptrsv"):
+        mats, b = _problem(pair, seed=4)
+        b2 = np.random.default_rng(5).standard_normal(b.shape[0])
+        ref = _reference(pair, mats, b, "float64", ("t2kept", pair))
+        ref2 = _reference(pair, mats, b2, "float64", ("t2kept2", pair))
+        run = t2.prepare(pair, *mats, like=_vector(b, "float64"))
+        what = f"t2 kept launches={binds} {pair}"
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", what + " first call")
+        assert (run.kept is not None) is binds
+        if binds:
+            kept = list(run.kept)
+            assert len(kept) == len(run.launches) and all(isinstance(k, t3_launch.Bound) for k in kept)
+            assert all((k.runner is not None) is (DEVICE == "cuda") for k in kept)
+        _check(run(_vector(b2, "float64")), ref2, pair, mats, "float64", what + " second call")
+        wide = torch.zeros(b.shape[0] + 1, dtype=torch.float64, device=DEVICE)
+        wide[1:] = _vector(b2, "float64")
+        _check(run(wide[1:]), ref2, pair, mats, "float64", what + " unaligned vector")
+        _check(run(_vector(b, "float64")), ref, pair, mats, "float64", what + " first vector again")
+        if binds:
+            assert run.kept == kept
+
+
 def test_specialisation_keys():
     """Bound's key: a tensor's dtype and 16-byte alignment, an int's being 1 or a multiple of 16
     and its type (within int32 or not), anything else as it is."""

@@ -10,7 +10,10 @@ l edges. One launch per level —
 
 — and a launch's programs take R rows each, with the row algorithms of
 tiers/kernels/sparse_rows.py (the same the fused tier runs). The launch boundary is the only
-synchronisation, which is why nothing inside a level waits for anything.
+synchronisation, which is why nothing inside a level waits for anything. A prepared call keeps
+its launches, as a library would: the first call goes through Triton's JIT, the later ones
+through the compiled kernel's runner (launch.Bound), so a level costs its kernel and one launch,
+not the JIT's binding of every argument again.
 
 `schedule=` is accepted and checked (it must be for this pair and these sparsity patterns) but
 not followed: fusing the kernels is what this tier, by definition, does not do.
@@ -24,6 +27,7 @@ import triton.language as tl
 
 from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
+from tiers.kernels.sparse_fusion_executors.launch import Bound, jit_launch
 from tiers.kernels.sparse_rows import CHUNK, affine_rows, factor_iterations
 from tiers.validation import interpreting, validate_sparse_fusion
 
@@ -75,6 +79,11 @@ def _plan(problem, tables, device):
     return launches, it
 
 
+BOUND = True
+"""Whether a prepared call keeps its level launches (launch.Bound) from call to call, or launches
+through the JIT at each call."""
+
+
 class Prepared:
     """A pair on fixed matrices: `prepared(vector)` only launches the per-level kernels."""
 
@@ -84,18 +93,30 @@ class Prepared:
         self.launches, self.iter = rows.pattern_cached(problem, ("t2_levels", str(device)),
                                                        lambda: _plan(problem, self.tables, device))
         self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
+        self.kept = None                    # the level launches, kept by the first call where BOUND
 
     def __call__(self, vector):
         t, d = self.tables, self.dev
         vec = rows.new_vector(t, vector, self.values)
         val = self.values.clone() if t.factor else self.values
-        wide = t.wide(CHUNK)
-        for start, count, what, R, grid in self.launches:
-            _rows[(grid,)](self.iter, start, count, *rows.table_args(d), val, vec, WHAT=what,
-                           STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
-                           **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
-                           num_warps=1 if R <= 8 else 2)
+        go = self.kept or self._level_launches()
+        tables = rows.table_args(d)
+        for launch, (start, count, *_) in zip(go, self.launches):
+            launch(self.iter, start, count, *tables, val, vec)
         return rows.results(t, self.dev, val, rows.vector_outs(t, vec))
+
+    def _level_launches(self) -> list:
+        """One launch per level (_plan), called with its positional arguments: launch.Bound, kept
+        in self.kept, where BOUND; else through the JIT, made afresh each call."""
+        t, wide = self.tables, self.tables.wide(CHUNK)
+        make = Bound if BOUND else jit_launch
+        go = [make(_rows, (grid,), dict(WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
+                                        **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
+                                        num_warps=1 if R <= 8 else 2))
+              for _, _, what, R, grid in self.launches]
+        if BOUND:
+            self.kept = go
+        return go
 
 
 def prepare(pair, *matrices, like, schedule=None) -> Prepared:
