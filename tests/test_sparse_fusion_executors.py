@@ -750,6 +750,51 @@ def test_specialisation_keys():
     assert key((x[1:],)) != key((x,)) and key((x[2:],)) == key((x,)) and key((x.float(),)) != key((x,))
 
 
+class _FakeKernel:
+    """Stands for a @triton.jit kernel of parameters (T, N, V, C: a constexpr) for launch.Bound:
+    kernel[grid](…) is a launch through the JIT, whose compiled kernel's [grid] is a runner; both
+    record what they were called with."""
+
+    arg_names = ["T", "N", "V", "C"]
+
+    def __init__(self):
+        self.jit, self.runs = [], []
+
+    @staticmethod
+    def fn(T, N, V, C=3):
+        pass
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.jit.append(args)
+            return {tuple(grid) + (1,) * (3 - len(grid)): lambda *a: self.runs.append(a)}
+        return launch
+
+
+@pytest.mark.parametrize("varying", [None, (-1,)])
+def test_bound_keeps_its_runner(varying, monkeypatch):
+    """launch.Bound off the interpreter: the first call goes through the JIT and keeps the compiled
+    kernel's runner, with the constexprs after the positional arguments; later calls go to the
+    runner, but through the JIT where a keyed argument would specialise otherwise (here an
+    unaligned tensor) or, with `varying`, where an argument outside it is not the first call's
+    object (an int of the same value counts as the same)."""
+    monkeypatch.setattr(t3_launch, "interpreting", lambda: False)
+    k = _FakeKernel()
+    go = t3_launch.Bound(k, (4,), {"C": 7, "num_warps": 1}, varying=varying)
+    table, v1, v2 = torch.zeros(8), torch.zeros(8), torch.zeros(8)
+    go(table, 1000, v1)
+    assert len(k.jit) == 1 and go.rest == [7] and not k.runs
+    go(table, 1000, v2)
+    go(table, int("1000"), v1)
+    assert len(k.jit) == 1 and k.runs == [(table, 1000, v2, 7), (table, 1000, v1, 7)]
+    go(table, 1000, v2[1:])                             # 4-byte aligned: another specialisation
+    assert len(k.jit) == 2 and len(k.runs) == 2
+    go(torch.zeros(8), 1000, v1)                        # another table: keyed alike, but not the object
+    assert (len(k.jit), len(k.runs)) == ((3, 2) if varying else (2, 3))
+    go(table, 1016, v1)                                 # another int, keyed alike
+    assert (len(k.jit), len(k.runs)) == ((4, 2) if varying else (2, 4))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 150), seed=st.integers(0, 1000),
        pair=st.sampled_from(PAIRS), kind=st.sampled_from(fs.KINDS), R=st.sampled_from([1, 3, 8]),

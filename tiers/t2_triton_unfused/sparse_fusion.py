@@ -112,7 +112,7 @@ class Prepared:
         make = Bound if BOUND else jit_launch
         go = [make(_rows, (grid,), dict(WHAT=what, STATIC=t.factor == 0, R=R, CHUNK=CHUNK, WIDE=wide, WALK=t.walks,
                                         **dict(zip("WSC", t.held(R) if what else (0, 0, 0))),
-                                        num_warps=1 if R <= 8 else 2))
+                                        num_warps=1 if R <= 8 else 2), varying=(-2, -1))    # val, vec
               for _, _, what, R, grid in self.launches]
         if BOUND:
             self.kept = go

@@ -1243,6 +1243,12 @@ def _run_dataflow(run, val, vec, vector):
             go(*args)
 
 
+PER_CALL = {False: (0, 14, 15, 16, 18), True: (7, 8, 10)}
+"""The positions of _run_dataflow's `flow` arguments made per call (records: the ticket, VAL,
+the slots, VEC and the input; flat records: the slots, VEC and the input), keyed at every kept
+launch (launch.Bound's `varying`); the others are the prepared runner's own tables."""
+
+
 def _dataflow_launches(run, flow, dtype, device) -> list:
     """_run_dataflow's three launches (the slots' fill, the kernel over its `flow` arguments, the
     gather back; None where the kernel stores in row order), each called with its positional
@@ -1263,7 +1269,7 @@ def _dataflow_launches(run, flow, dtype, device) -> list:
     make = Bound if run.binds else jit_launch
     launches = [make(_input_then_sentinel, *fill_launch(n + count * run.slot_stride - first, dtype, pdl,
                                                         run.awaited is not None, run.slot_stride, False)),
-                make(kernel, *claimed(kernel, run, count, flow, meta, pdl)),
+                make(kernel, *claimed(kernel, run, count, flow, meta, pdl), varying=PER_CALL[run.flat]),
                 None if run.direct else make(_gather_back, *back_launch(run.tables.vec_len - n, pdl))]
     if run.binds:
         run.launches = launches

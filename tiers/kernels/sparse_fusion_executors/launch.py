@@ -80,14 +80,22 @@ class Bound:
     the later ones: it only packs the arguments (the constexprs among them, bound once in
     order). A launch whose positional arguments would specialise otherwise (a dtype, a pointer's
     16-byte alignment, an int's being 1 or a multiple of 16: what Triton keys a kernel on) goes
-    through the JIT again, as does every launch in the interpreter."""
+    through the JIT again, as does every launch in the interpreter. `varying`: the positions of
+    the arguments that may change from call to call (the others are the first call's objects at
+    every call: a prepared call's tables), so that only theirs are keyed at each launch; a call
+    whose other arguments are not those objects goes through the JIT. None: every position."""
 
-    def __init__(self, kernel, grid, kwargs):
-        self.kernel, self.grid, self.kwargs = kernel, grid, kwargs
+    def __init__(self, kernel, grid, kwargs, varying=None):
+        self.kernel, self.grid, self.kwargs, self.varying = kernel, grid, kwargs, varying
         self.runner = self.spec = self.rest = None
+        self.fixed = ()
+
+    def _key(self, args) -> list:
+        return specialisation(args if self.varying is None else [args[i] for i in self.varying])
 
     def __call__(self, *args):
-        if self.runner is not None and specialisation(args) == self.spec:
+        if (self.runner is not None and all(args[i] is a or type(a) is int and args[i] == a for i, a in self.fixed)
+                and self._key(args) == self.spec):
             self.runner(*args, *self.rest)
             return
         compiled = self.kernel[self.grid](*args, **self.kwargs)
@@ -97,13 +105,16 @@ class Bound:
                                                                        if k in names})
             params.apply_defaults()
             self.rest = list(params.arguments.values())[len(args):]     # the constexprs, in order
-            self.spec = specialisation(args)
+            self.spec = self._key(args)
+            if self.varying is not None:
+                apart = {i % len(args) for i in self.varying}
+                self.fixed = tuple((i, a) for i, a in enumerate(args) if i not in apart)
             self.runner = compiled[tuple(self.grid) + (1,) * (3 - len(self.grid))]
 
 
-def jit_launch(kernel, grid, kwargs):
+def jit_launch(kernel, grid, kwargs, varying=None):
     """kernel[grid](*args, **kwargs) for the args it is called with: a launch as Bound makes it,
-    through the JIT every time."""
+    through the JIT every time (`varying` as Bound's, unused)."""
     return lambda *args: kernel[grid](*args, **kwargs)
 
 
