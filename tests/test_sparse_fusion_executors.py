@@ -698,6 +698,7 @@ def test_dataflow_launches_kept(binds, direct, monkeypatch):
         if binds:
             kept = list(run.launches)
             assert (kept[2] is None) is run.direct and all(isinstance(k, t3_launch.Bound) for k in kept[:2])
+            assert len(kept[1].varying) == (3 if run.flat else 5)   # slots, VEC, input (and ticket, VAL)
             assert all((k.runner is not None) is (DEVICE == "cuda") for k in kept if k is not None)
         _check(run(_vector(b2, "float64")), ref2, pair, mats, "float64", what + " second call")
         wide = torch.zeros(b.shape[0] + 1, dtype=torch.float64, device=DEVICE)
@@ -855,8 +856,8 @@ def test_dataflow_reads_input_apart(monkeypatch):
     original = t3._dataflow_launches
     seen = set()
 
-    def marked(run, flow, dtype, device):
-        launches = original(run, flow, dtype, device)
+    def marked(run, flow, per_call, dtype, device):
+        launches = original(run, flow, per_call, dtype, device)
 
         def fill(slots, vector, n, first, total, awaited):
             launches[0](slots, vector, n, first, total, awaited)

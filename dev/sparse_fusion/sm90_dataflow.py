@@ -33,7 +33,7 @@ class Caught:
     """Stands for launch.Bound: keeps what a launch would have been given, launches nothing."""
     calls = []
 
-    def __init__(self, kernel, grid, kwargs):
+    def __init__(self, kernel, grid, kwargs, varying=None):
         self.kernel, self.grid, self.kwargs = kernel, grid, kwargs
 
     def __call__(self, *args):

@@ -247,12 +247,7 @@ def vec_await_at(x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr, NA
         wx = _waiting(x, px, m, N_IN, SENT)
         wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
         while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
-            if NAP > 0:
-                nap(tl.full([], NAP, tl.int32))
-            x = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), x)
-            rhs = tl.where(wr, tl.load(rp, mask=wr, other=0.0, volatile=True), rhs)
-            wx = _waiting(x, px, wx, N_IN, SENT)
-            wr = _waiting(rhs, rhs_at, wr, N_IN, SENT)
+            x, rhs, wx, wr = _poll_pending(x, xp, px, wx, rhs, rp, rhs_at, wr, N_IN, SENT, NAP)
     else:
         busy = tl.maximum(_pending(x, px, m, N_IN, SENT), _pending(rhs, rhs_at, mr, N_IN, SENT))
         while busy != 0:
@@ -273,14 +268,21 @@ def vec_await_dot(a, x, xp, px, m, rhs, rp, rhs_at, mr, N_IN, SENT: tl.constexpr
     wr = _waiting(rhs, rhs_at, mr, N_IN, SENT)
     r = rhs + tl.sum(a * x, 1)
     while tl.max(wx.to(tl.int32)) + tl.max(wr.to(tl.int32)) != 0:
-        if NAP > 0:
-            nap(tl.full([], NAP, tl.int32))
-        x = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), x)
-        rhs = tl.where(wr, tl.load(rp, mask=wr, other=0.0, volatile=True), rhs)
-        wx = _waiting(x, px, wx, N_IN, SENT)
-        wr = _waiting(rhs, rhs_at, wr, N_IN, SENT)
+        x, rhs, wx, wr = _poll_pending(x, xp, px, wx, rhs, rp, rhs_at, wr, N_IN, SENT, NAP)
         r = rhs + tl.sum(a * x, 1)
     return r
+
+
+@triton.jit
+def _poll_pending(x, xp, px, wx, rhs, rp, rhs_at, wr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+    """One poll of vec_await_at's PENDING loop (and vec_await_dot's): after a nap of NAP ns, the
+    entries and right-hand sides still pending (wx, wr) read again; returns them with what is
+    still pending after it."""
+    if NAP > 0:
+        nap(tl.full([], NAP, tl.int32))
+    x = tl.where(wx, tl.load(xp, mask=wx, other=0.0, volatile=True), x)
+    rhs = tl.where(wr, tl.load(rp, mask=wr, other=0.0, volatile=True), rhs)
+    return x, rhs, _waiting(x, px, wx, N_IN, SENT), _waiting(rhs, rhs_at, wr, N_IN, SENT)
 
 
 @triton.jit

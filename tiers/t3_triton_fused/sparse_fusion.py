@@ -1230,30 +1230,28 @@ def _run_dataflow(run, val, vec, vector):
                                                                               # never reset then fails it
     rv = run.record_values
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
+        ticket = None
         flow = (sdev["px"], count, rv["a"], sdev["seg"], rv["d"], rv["dinv"], sdev["dst"], slots, vec, n, vector)
     else:
-        flow = (_fresh_ticket(vec.device, run.claim), count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"],
+        ticket = _fresh_ticket(vec.device, run.claim)
+        flow = (ticket, count, sdev["width"], sdev["px"], rv["a"], sdev["rhs"],
                 sdev["start"], sdev["end"], rv["sign"], rv["d"], rv["dinv"], sdev["dst"],
                 sdev.get("ent_val", run.dev["ent_val"]),          # the plan's own where it reordered the entries
                 sdev["ent_vec"], val, slots, vec, n, vector)
     back = None if run.direct else (vec[n:], slots, sdev["back"], run.tables.vec_len - n)
-    launches = run.launches or _dataflow_launches(run, flow, vec.dtype, vec.device)
+    launches = run.launches or _dataflow_launches(run, flow, (ticket, val, slots, vec, vector), vec.dtype,
+                                                  vec.device)
     for go, args in zip(launches, (fill, flow, back)):
         if args is not None:
             go(*args)
 
 
-PER_CALL = {False: (0, 14, 15, 16, 18), True: (7, 8, 10)}
-"""The positions of _run_dataflow's `flow` arguments made per call (records: the ticket, VAL,
-the slots, VEC and the input; flat records: the slots, VEC and the input), keyed at every kept
-launch (launch.Bound's `varying`); the others are the prepared runner's own tables."""
-
-
-def _dataflow_launches(run, flow, dtype, device) -> list:
+def _dataflow_launches(run, flow, per_call, dtype, device) -> list:
     """_run_dataflow's three launches (the slots' fill, the kernel over its `flow` arguments, the
     gather back; None where the kernel stores in row order), each called with its positional
     arguments: where run.binds (BOUND) launch.Bound, kept in run.launches, else launches through
-    the JIT, made afresh each call."""
+    the JIT, made afresh each call. The kernel's launch keys only the arguments among `per_call`,
+    the objects the call made (Bound's `varying`); the others are the runner's own tables."""
     count, sdev = run.plan
     n, pdl = run.tables.n1, uses_pdl(device)
     meta = dict(R=run.block_rows, SENT=SENTINEL[dtype], num_warps=run.num_warps, DIRECT=run.direct, PDL=pdl)
@@ -1269,7 +1267,7 @@ def _dataflow_launches(run, flow, dtype, device) -> list:
     make = Bound if run.binds else jit_launch
     launches = [make(_input_then_sentinel, *fill_launch(n + count * run.slot_stride - first, dtype, pdl,
                                                         run.awaited is not None, run.slot_stride, False)),
-                make(kernel, *claimed(kernel, run, count, flow, meta, pdl), varying=PER_CALL[run.flat]),
+                make(kernel, *claimed(kernel, run, count, flow, meta, pdl), varying=[i for i, a in enumerate(flow) if any(a is p for p in per_call)]),
                 None if run.direct else make(_gather_back, *back_launch(run.tables.vec_len - n, pdl))]
     if run.binds:
         run.launches = launches
