@@ -210,7 +210,7 @@ def _await(x, X, pos, m, t0, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr):
 @triton.jit
 def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexpr, C: tl.constexpr,
           INTRA: tl.constexpr, BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr,
-          DEADLINE_NS: tl.constexpr):
+          DEADLINE_NS: tl.constexpr, TREE: tl.constexpr):
     """One step: every lane's row from its record, its other bands' operands xa read earlier."""
     at = (s * C + c) * LANES + lane
     w = tl.load(POS + at)
@@ -229,7 +229,12 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
     else:
         xo = tl.load(X + pos, mask=own, other=0, volatile=True)
     xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == 2), t0, SENT, DEADLINE_NS).to(tl.float64, bitcast=True)
-    r = tl.sum(a * xb, 1)
+    if TREE and C >= 8:
+        # the row's products summed as 4 interleaved chains, then across them: a shorter chain
+        # of dependent DFMAs than one running sum over C slots
+        r = tl.sum(tl.sum(tl.reshape(a * xb, [LANES, 4, C // 4]), 2), 1)
+    else:
+        r = tl.sum(a * xb, 1)
     q = r * rd
     q = tl.fma(tl.fma(-q, d, r), rd, q)          # one Markstein step: rounds as r / d does
     tl.store(X + row, q.to(tl.int64, bitcast=True), mask=row >= 0)
@@ -242,7 +247,8 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
 @triton.jit
 def _bands(X, POS, VAL, ROW, D, RD, SP, STAMP, P, G,
            LANES: tl.constexpr, C: tl.constexpr, K: tl.constexpr, PF: tl.constexpr, INTRA: tl.constexpr,
-           BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr = 0):
+           BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr = 0,
+           TREE: tl.constexpr = 0):
     """Program g runs bands g, g + G, …; a band's steps in order, the other bands' operands of
     step s + K read at step s (K = 0: at step s)."""
     lane = tl.arange(0, LANES)[:, None] + tl.zeros([LANES, C], tl.int32)
@@ -259,7 +265,7 @@ def _bands(X, POS, VAL, ROW, D, RD, SP, STAMP, P, G,
                     _prefetch_step(POS, VAL, s + PF, LANES, C)
                 xa = _look_apart(X, POS, s, lane, c, LANES, C)
                 _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES, C, INTRA, BARRIER, STAMPS, SENT,
-                      DEADLINE_NS)
+                      DEADLINE_NS, TREE)
         else:
             ring = ()
             for j in tl.static_range(K):
@@ -269,7 +275,7 @@ def _bands(X, POS, VAL, ROW, D, RD, SP, STAMP, P, G,
                     if PF > 0:
                         _prefetch_step(POS, VAL, s + j + PF, LANES, C)
                     _step(X, POS, VAL, ROW, D, RD, STAMP, s + j, lane, c, ring[j], t0, LANES, C, INTRA, BARRIER,
-                          STAMPS, SENT, DEADLINE_NS)
+                          STAMPS, SENT, DEADLINE_NS, TREE)
                     # read after the step has used ring[j], so that the load can land in ring[j]'s
                     # registers: issued before, it would need its own, and the loop's back edge
                     # would copy it there, waiting for it (seen in the sm_90 SASS)
@@ -281,7 +287,7 @@ class Runner:
     """The plan's tables on a device and a launch: x = L⁻¹b written into X[:n]."""
 
     def __init__(self, plan, b, device, K=None, PF=0, INTRA=0, BARRIER=1, programs=None, stamps=False, warps=None,
-                 deadline_ns=0):
+                 deadline_ns=0, tree=0):
         t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)
         self.plan, self.device = plan, device
         pad = (PF + 1) * plan.lanes * plan.C                      # prefetches past the last step stay in bounds
@@ -293,7 +299,8 @@ class Runner:
         self.K = plan.K if K is None else K
         assert self.K in (0, plan.K) or plan.K % max(self.K, 1) == 0
         self.meta = dict(LANES=plan.lanes, C=plan.C, K=self.K, PF=PF, INTRA=INTRA, BARRIER=BARRIER,
-                         STAMPS=stamps, SENT=SENT, DEADLINE_NS=deadline_ns, num_warps=warps or max(1, plan.lanes // 32))
+                         STAMPS=stamps, SENT=SENT, DEADLINE_NS=deadline_ns, TREE=tree,
+                         num_warps=warps or max(1, plan.lanes // 32))
         if programs is None:
             programs = plan.P
         self.G = min(plan.P, programs)
@@ -331,8 +338,8 @@ def check():
         ref = spsolve_triangular(L.tocsr(), b, lower=True)
         for K in (0, 1, 2, 4):
             plan = Plan(L, band_rows, lanes, K)
-            for INTRA in (0, 1, 2):
-                x = Runner(plan, b, "cpu", INTRA=INTRA)().numpy()
+            for INTRA, tree in ((0, 0), (1, 0), (2, 0), (0, 1)):
+                x = Runner(plan, b, "cpu", INTRA=INTRA, tree=tree)().numpy()
                 err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
                 assert err < 1e-13, (name, k, K, INTRA, err)
         print("ok", name, k, band_rows, lanes, plan.stats(), flush=True)
@@ -355,7 +362,7 @@ def model():
                   flush=True)
 
 
-def sass(out, K="4", INTRA="0", PF="8", lanes="32", C="16", warps="1", deadline="0"):
+def sass(out, K="4", INTRA="0", PF="8", lanes="32", C="16", warps="1", deadline="0", tree="0"):
     """_bands compiled for sm_90 on a CPU (Triton 3.6, no GPU): registers, spills, SASS beside OUT."""
     import subprocess
     from triton.backends.compiler import GPUTarget
@@ -363,7 +370,7 @@ def sass(out, K="4", INTRA="0", PF="8", lanes="32", C="16", warps="1", deadline=
     sys.path.insert(0, os.path.dirname(__file__))
     from sm90_registers import BIN, usage
     meta = dict(LANES=int(lanes), C=int(C), K=int(K), PF=int(PF), INTRA=int(INTRA), BARRIER=1, STAMPS=False, SENT=SENT,
-                DEADLINE_NS=int(deadline))
+                DEADLINE_NS=int(deadline), TREE=int(tree))
     sig = {"X": "*i64", "POS": "*i32", "VAL": "*fp64", "ROW": "*i32", "D": "*fp64", "RD": "*fp64",
            "SP": "*i64", "STAMP": "*i64", "P": "i32", "G": "i32"}
     sig.update({k: "constexpr" for k in meta})
@@ -378,10 +385,12 @@ def sass(out, K="4", INTRA="0", PF="8", lanes="32", C="16", warps="1", deadline=
         f.write(sass.stdout)
 
 
-CASES = [  # matrix, size, band rows, lanes a step, variants (K, PF, INTRA, warps)
-    ("poisson3d27", 64, 4096, 32, [(k, pf, i, w) for w in (1, 4) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)]),
-    ("poisson3d", 100, 10000, 128, [(k, pf, i, 4) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)]),
-    ("poisson2d", 1000, 32000, 32, [(k, pf, i, w) for w in (1, 4) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)]),
+CASES = [  # matrix, size, band rows, lanes a step, variants (K, PF, INTRA, warps, TREE)
+    ("poisson3d27", 64, 4096, 32, [(k, pf, i, w, t) for w, t in ((1, 0), (1, 1), (4, 0)) for k in (0, 1, 2, 4)
+                                   for pf in (0, 8) for i in (0, 2)]),
+    ("poisson3d", 100, 10000, 128, [(k, pf, i, 4, 0) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)]),
+    ("poisson2d", 1000, 32000, 32, [(k, pf, i, w, 0) for w in (1, 4) for k in (0, 1, 2, 4) for pf in (0, 8)
+                                    for i in (0, 2)]),
 ]
 
 
@@ -399,7 +408,8 @@ def bench(out):
     dev = os.environ.get("BAND_DEVICE", "cuda")       # "cpu": a dry run of this function under the interpreter
     do_bench = timed if dev == "cuda" else lambda f, **kw: (f(), 0.0)[1]
     deadline = 2_000_000_000 if dev == "cuda" else 0  # ns: a stuck poll gives up after 2 s (GPU only)
-    res = {"environment": {"device": torch.cuda.get_device_name() if dev == "cuda" else "cpu", "torch": torch.__version__,
+    res = {"environment": {"device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
+                           "torch": torch.__version__,
                            "triton": triton.__version__, "numpy": np.__version__,
                            "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())},
            "method": bench.__doc__, "cases": []}
@@ -416,11 +426,12 @@ def bench(out):
         case = {"matrix": name, "size": k, "band_rows": band_rows, **plan.stats(),
                 "model_us": {str(c): plan.model_us(c, 0.6) for c in (0.1, 0.2, 0.3, 0.4)}, "variants": []}
         runners = []
-        for K, PF, INTRA, warps in variants:
-            r = Runner(plan, b, dev, K=K, PF=PF, INTRA=INTRA, warps=warps, deadline_ns=deadline)
+        for K, PF, INTRA, warps, tree in variants:
+            r = Runner(plan, b, dev, K=K, PF=PF, INTRA=INTRA, warps=warps, tree=tree, deadline_ns=deadline)
             x = r().double().cpu().numpy()
             err = float(np.linalg.norm(x - ref) / np.linalg.norm(ref)) if np.isfinite(x).all() else float("nan")
-            v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "rel_err": err, "ok": bool(err < 1e-12)}
+            v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "TREE": tree, "rel_err": err,
+                 "ok": bool(err < 1e-12)}
             case["variants"].append(v)
             if v["ok"]:
                 runners.append((v, r))
@@ -449,22 +460,23 @@ def bench(out):
         case["t3_sptrsv_spmv_ms"] = do_bench(lambda: run(vt), warmup=25, rep=100, return_mode="median")
         if runners and dev == "cuda":
             v, _ = min(runners, key=lambda t: t[0]["ms"])
-            r = Runner(plan, b, dev, K=v["K"], PF=v["PF"], INTRA=v["INTRA"], warps=v["warps"], stamps=True,
+            r = Runner(plan, b, dev, K=v["K"], PF=v["PF"], INTRA=v["INTRA"], warps=v["warps"], tree=v["TREE"],
+                       stamps=True,
                        deadline_ns=deadline)
             r()
             torch.cuda.synchronize()
             st = r.STAMP[: plan.S].cpu().numpy().astype(np.float64) / 1e3      # µs
             SP = plan.SP
             per_step = np.concatenate([np.diff(st[SP[p]:SP[p + 1]]) for p in range(plan.P)])
-            case["stamped"] = {**{key: v[key] for key in ("K", "PF", "INTRA", "warps")},
+            case["stamped"] = {**{key: v[key] for key in ("K", "PF", "INTRA", "warps", "TREE")},
                                "step_us_median": float(np.median(per_step)),
-                               "step_us_p10_p90": [float(np.percentile(per_step, 10)), float(np.percentile(per_step, 90))],
+                               "step_us_p10_p90": [float(np.percentile(per_step, q)) for q in (10, 90)],
                                "band_end_us": [float(st[SP[p + 1] - 1] - st[SP[0]]) for p in range(plan.P)],
                                "band_start_us": [float(st[SP[p]] - st[SP[0]]) for p in range(plan.P)]}
         print(name, {key: case[key] for key in case if key not in ("variants", "stamped")}, flush=True)
         if "stamped" in case:
-            print(name, "stamped", {key: case["stamped"][key] for key in ("K", "PF", "INTRA", "warps", "step_us_median",
-                                                                            "step_us_p10_p90")}, flush=True)
+            keys = ("K", "PF", "INTRA", "warps", "TREE", "step_us_median", "step_us_p10_p90")
+            print(name, "stamped", {key: case["stamped"][key] for key in keys}, flush=True)
         res["cases"].append(case)
         with open(out, "w") as f:
             json.dump(res, f, indent=1)
