@@ -399,7 +399,9 @@ def bench(out):
     never written fails), then timed (do_bench medians, two passes in opposite orders); beside
     them, in the same process, cuSPARSE's SpSV of the same L (analysis once) and t3's dataflow
     sptrsv_spmv (x = L⁻¹b then A·x; its solve's chain sets its time); then the fastest variant
-    once more with a %globaltimer stamp at the end of every step."""
+    once more with a %globaltimer stamp at the end of every step. A call is the sentinel's fill
+    of X, X[n] = 0 and the launch; c_step_fit_us is the step cost at which the model's critical
+    path (Plan.model_us, hop 0.6 µs) takes the best variant's time."""
     from scipy.sparse.linalg import spsolve_triangular
     from triton.testing import do_bench as timed
     from tiers import fusion_schedules as fs
@@ -473,6 +475,13 @@ def bench(out):
                                "step_us_p10_p90": [float(np.percentile(per_step, q)) for q in (10, 90)],
                                "band_end_us": [float(st[SP[p + 1] - 1] - st[SP[0]]) for p in range(plan.P)],
                                "band_start_us": [float(st[SP[p]] - st[SP[0]]) for p in range(plan.P)]}
+        if runners:
+            best = min(v["ms"] for v, _ in runners) * 1e3
+            lo, hi = 0.0, 2.0                            # the step cost that the model needs for the best time
+            for _ in range(12):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if plan.model_us(mid, 0.6) < best else (lo, mid)
+            case["best_us"], case["c_step_fit_us"] = best, (lo + hi) / 2
         print(name, {key: case[key] for key in case if key not in ("variants", "stamped")}, flush=True)
         if "stamped" in case:
             keys = ("K", "PF", "INTRA", "warps", "TREE", "step_us_median", "step_us_p10_p90")
