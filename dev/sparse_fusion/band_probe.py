@@ -33,7 +33,8 @@ unfinished, so the programs finish.
     PYTHONPATH=$PWD python dev/sparse_fusion/band_probe.py check          # interpreter, small grids
     PYTHONPATH=$PWD python dev/sparse_fusion/band_probe.py model          # modelled times, CPU
     PYTHONPATH=$PWD python dev/sparse_fusion/band_probe.py bench OUT.json # GPU: variants, t3, cuSPARSE
-    python dev/sparse_fusion/band_probe.py sass OUT                       # Triton 3.6, CPU: sm_90 SASS
+    PYTHONPATH=$PWD python dev/sparse_fusion/band_probe.py sass OUT [K INTRA PF LANES C WARPS DEADLINE TREE]
+                                                            # Triton 3.6, CPU: sm_90 SASS, PTX, TTGIR
 """
 import json
 import os
@@ -56,6 +57,8 @@ ONE = 0x3FF0000000000000     # 1.0's bits
 
 OWN, APART, RHS = 1, 2, 3    # what a record's slot holds (KIND; 0: nothing)
 KIND_SHIFT = 29              # the kernel reads a slot's kind and column as one word: column | kind << 29
+_OWN, _APART, _SHIFT = tl.constexpr(OWN), tl.constexpr(APART), tl.constexpr(KIND_SHIFT)   # the same, in kernels
+_COLUMN = tl.constexpr((1 << KIND_SHIFT) - 1)
 
 
 class Plan:
@@ -132,7 +135,6 @@ class Plan:
         self.POS, self.VAL, self.KIND = lanes_last(self.POS), lanes_last(self.VAL), lanes_last(self.KIND)
         self.SP = SP
         self.edges_own, self.edges_apart = int(own.sum()), int((~own).sum())
-        self._u, self._v, self._own = u, v, own
 
     def values(self, b):
         """VAL with b in the RHS slots (0 where a lane holds no row)."""
@@ -189,7 +191,7 @@ def _look_apart(X, POS, s, lane, c, LANES: tl.constexpr, C: tl.constexpr, ONE: t
     """Step s's operands from other bands, read once (volatile), not waited for; 1.0 in every
     other slot (the right-hand side's factor; the padding's values are 0)."""
     w = tl.load(POS + (s * C + c) * LANES + lane)
-    return tl.load(X + (w & ((1 << 29) - 1)), mask=(w >> 29) == 2, other=ONE, volatile=True)
+    return tl.load(X + (w & _COLUMN), mask=(w >> _SHIFT) == _APART, other=ONE, volatile=True)
 
 
 @triton.jit
@@ -214,21 +216,22 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
     """One step: every lane's row from its record, its other bands' operands xa read earlier."""
     at = (s * C + c) * LANES + lane
     w = tl.load(POS + at)
-    pos = w & ((1 << 29) - 1)
-    kind = w >> 29
+    pos = w & _COLUMN
+    kind = w >> _SHIFT
     a = tl.load(VAL + at)
     one = tl.arange(0, LANES)
     row = tl.load(ROW + s * LANES + one)
     d = tl.load(D + s * LANES + one)
     rd = tl.load(RD + s * LANES + one)
-    own = kind == 1
+    own = kind == _OWN
     if INTRA == 0:
         xo = tl.load(X + pos, mask=own, other=0)
     elif INTRA == 1:
         xo = tl.load(X + pos, mask=own, other=0, cache_modifier=".cg")
     else:
         xo = tl.load(X + pos, mask=own, other=0, volatile=True)
-    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == 2), t0, SENT, DEADLINE_NS).to(tl.float64, bitcast=True)
+    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == _APART), t0, SENT, DEADLINE_NS)
+    xb = xb.to(tl.float64, bitcast=True)
     if TREE and C >= 8:
         # the row's products summed as 4 interleaved chains, then across them: a shorter chain
         # of dependent DFMAs than one running sum over C slots
