@@ -61,7 +61,7 @@ ONE = 0x3FF0000000000000     # 1.0's bits
 
 # --------------------------------------------------------------------------------------------- plan
 
-OWN, APART, RHS = 1, 2, 3    # what a record's slot holds (KIND; 0: nothing)
+OWN, APART = 1, 2             # what a record's slot holds (KIND; 0: padding, coefficient 0)
 KIND_SHIFT = 29              # the kernel reads a slot's kind and column as one word: column | kind << 29
 _OWN, _APART, _SHIFT = tl.constexpr(OWN), tl.constexpr(APART), tl.constexpr(KIND_SHIFT)   # the same, in kernels
 _COLUMN = tl.constexpr((1 << KIND_SHIFT) - 1)
