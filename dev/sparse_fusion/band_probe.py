@@ -54,9 +54,13 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
+from tiers import validation
+from tiers.bench.sparse_fusion import make_matrix
+from tiers.kernels.sparse_fusion_executors.launch import SENTINEL
+from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 
-SENT = 0x7FF00000DEADBEEF    # t3's float64 sentinel (sparse_rows.SENTINEL)
-ONE = 0x3FF0000000000000     # 1.0's bits
+SENT = SENTINEL[torch.float64]   # t3's float64 sentinel bits: every output starts as it
+ONE = 0x3FF0000000000000         # 1.0's bits
 
 
 # --------------------------------------------------------------------------------------------- plan
@@ -82,8 +86,6 @@ class Plan:
         n = len(indptr) - 1
         if max(n_out, int(pos.max(initial=0)) + 1) > 1 << KIND_SHIFT:
             raise ValueError("a position must fit in KIND_SHIFT bits")
-        if (d == 0).any():
-            raise ValueError("a zero divisor")
         v = dags.row_ids(indptr)
         pos = pos.astype(np.int64)
         mine = (pos >= out_at) & (pos < out_at + n)
@@ -163,14 +165,12 @@ def _solve_rows(T, out_at, rhs_at, lower):
     """(indptr, positions, coefficients, divisors) of x = T⁻¹ r, T triangular CSR with sorted
     indices, x_i written at out_at + i, r_i read at rhs_at + i: entries −T_ij x_j, then 1·r_i."""
     n = T.shape[0]
+    validation.check_triangle("T", T, lower)
+    validation.check_diagonal("T", T, nonzero=True)
     rows, cols = dags.row_ids(T.indptr), T.indices.astype(np.int64)
-    if (cols > rows).any() if lower else (cols < rows).any():
-        raise ValueError(f"T is not {'lower' if lower else 'upper'} triangular")
     diag = cols == rows
     d = np.zeros(n)
     d[rows[diag]] = T.data[diag]
-    if (d == 0).any():
-        raise ValueError("T has a zero or missing diagonal entry")
     off = ~diag
     counts = np.bincount(rows[off], minlength=n) + 1
     indptr = np.r_[0, np.cumsum(counts)]
@@ -241,16 +241,10 @@ def model_us(plans, c_step, hop):
 # ------------------------------------------------------------------------------------------- kernel
 
 @triton.jit
-def _l1_prefetch(at):
-    tl.inline_asm_elementwise("prefetch.global.L1 [$1]; mov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
-                              is_pure=False, pack=1)
-
-
-@triton.jit
 def _prefetch_step(POS, VAL, s, LANES: tl.constexpr, C: tl.constexpr):
     """Step s's tables into L1, one prefetch per 128-byte line (GPU only)."""
-    _l1_prefetch(POS + s * C * LANES + tl.arange(0, C * LANES // 32) * 32)
-    _l1_prefetch(VAL + s * C * LANES + tl.arange(0, C * LANES // 16) * 16)
+    _ask_l1(POS + s * C * LANES + tl.arange(0, C * LANES // 32) * 32)
+    _ask_l1(VAL + s * C * LANES + tl.arange(0, C * LANES // 16) * 16)
 
 
 @triton.jit
@@ -437,12 +431,6 @@ class Runner:
 
 # ------------------------------------------------------------------------------------------- checks
 
-def _grids():
-    from tiers import sparse_matrices as sm
-    return {"poisson2d": sm.poisson2d, "poisson3d": lambda k: sm.poisson3d(k, 7),
-            "poisson3d27": lambda k: sm.poisson3d(k, 27)}
-
-
 def check():
     """Every variant against SciPy on small grids, under the interpreter: programs run one after
     another, so one program a band (a program striding over bands would spin on a band of a
@@ -454,7 +442,7 @@ def check():
     cases = [("poisson2d", 12, 36, 8), ("poisson3d", 5, 25, 8), ("poisson3d27", 5, 25, 8),
              ("poisson3d27", 4, 10, 4), ("poisson2d", 9, 20, 4)]
     for name, k, band_rows, lanes in cases:
-        A = _grids()[name](k)
+        A = make_matrix(name, k)
         A = (A + sp.diags(rng.random(A.shape[0]))).tocsr()          # not only the grid's values
         L = sp.tril(A).tocsr()
         b = rng.random(L.shape[0]) + 0.5
@@ -477,7 +465,7 @@ def check():
         print("ok", name, k, "pairs", flush=True)
     # a 6 × 6 grid in bands of two lines: the 4 lines after the first two each read 6 entries of
     # the line before, another band's every second line
-    plan = Plan.solve(sp.tril(_grids()["poisson2d"](6)).tocsr(), 12, 4, 1)
+    plan = Plan.solve(sp.tril(make_matrix("poisson2d", 6)).tocsr(), 12, 4, 1)
     assert (plan.KIND == APART).sum() == plan.edges_apart == 2 * 6 and plan.P == 3
     print("check passed")
 
@@ -487,7 +475,7 @@ def model():
     c_step against the dataflow executor's hop."""
     for name, k, band_rows, lanes in [("poisson3d27", 64, 4096, 32), ("poisson3d", 100, 10000, 128),
                                       ("poisson2d", 1000, 32000, 32)]:
-        L = sp.tril(_grids()[name](k)).tocsr()
+        L = sp.tril(make_matrix(name, k)).tocsr()
         plan = Plan.solve(L, band_rows, lanes, 1)
         for c_step in (0.1, 0.2, 0.3, 0.4):
             print(name, plan.stats(), "c_step", c_step, "hop 0.6:", round(plan.model_us(c_step, 0.6), 1), "us",
@@ -572,7 +560,7 @@ def bench(out, what="solve"):
                                          for i, (m, k, rows) in enumerate([("poisson3d27", 5, 25), ("poisson3d", 5, 25),
                                                                           ("poisson2d", 12, 36)])]
     for name, k, band_rows, lanes, variants in cases:
-        A = bsf.make_matrix(name, k)
+        A = make_matrix(name, k)
         b = rng.random(A.shape[0]) + 0.5
         bt = torch.from_numpy(b).to(dev)
         case = {"matrix": name, "size": k, "band_rows": band_rows}

@@ -209,7 +209,7 @@ from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, l
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound,
                                                           _fresh_ticket, _gather_back, _input_then_sentinel,
                                                           _launch_claimed, _slots_from, back_launch, claimed,
-                                                          fill_args, fill_launch, jit_launch, uses_pdl)
+                                                          fill_args, fill_launch, jit_launch, new_slots, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
@@ -1225,9 +1225,8 @@ def _run_dataflow(run, val, vec, vector):
         return
     n = run.tables.n1
     vector = vector.contiguous()
-    slots = buffers.empty((n + count * run.slot_stride,), dtype=vec.dtype, device=vec.device)   # NaN where a
-    fill = fill_args(slots, vector, n, n if run.split else 0, run.awaited)    # check poisons: a slot read but
-                                                                              # never reset then fails it
+    slots = new_slots(vector, _slot_total(run))
+    fill = fill_args(slots, vector, n, _slots_first(run), run.awaited)
     rv = run.record_values
     if run.flat:                                            # flat records (flat_plan): no tickets, no tables
         ticket = None
@@ -1244,6 +1243,17 @@ def _run_dataflow(run, val, vec, vector):
     for go, args in zip(launches, (fill, flow, back)):
         if args is not None:
             go(*args)
+
+
+def _slot_total(run) -> int:
+    """VEC's length for a dataflow call: the n inputs, then every block's slots (slot_stride)."""
+    return run.tables.n1 + run.plan[0] * run.slot_stride
+
+
+def _slots_first(run) -> int:
+    """The first VEC entry a call's fill writes: past the inputs where the kernel reads them from
+    the caller's vector (run.split), else 0."""
+    return run.tables.n1 if run.split else 0
 
 
 def _dataflow_launches(run, flow, per_call, dtype, device) -> list:
@@ -1263,11 +1273,11 @@ def _dataflow_launches(run, flow, per_call, dtype, device) -> list:
                     AHEAD=run.tickets_ahead if run.programs_per_sm > 0 else 0, EARLY=run.early,
                     EVERY=run.whole_records, SPLIT=run.split, RS=run.slot_stride, **run.record_shape,
                     SUMS=run.sums)
-    first = n if run.split else 0
     make = Bound if run.binds else jit_launch
-    launches = [make(_input_then_sentinel, *fill_launch(n + count * run.slot_stride - first, dtype, pdl,
+    varying = [i for i, a in enumerate(flow) if any(a is p for p in per_call)]
+    launches = [make(_input_then_sentinel, *fill_launch(_slot_total(run) - _slots_first(run), dtype, pdl,
                                                         run.awaited is not None, run.slot_stride, False)),
-                make(kernel, *claimed(kernel, run, count, flow, meta, pdl), varying=[i for i, a in enumerate(flow) if any(a is p for p in per_call)]),
+                make(kernel, *claimed(kernel, run, count, flow, meta, pdl), varying=varying),
                 None if run.direct else make(_gather_back, *back_launch(run.tables.vec_len - n, pdl))]
     if run.binds:
         run.launches = launches

@@ -213,13 +213,19 @@ def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=
     the 3D grid: figures/data/prof_early_*). With `address` (an int64 tensor the GPU can read,
     t3's graphs: pinned host memory) the kernel reads the input at the address it holds when it
     runs, and `vector` gives only its length, dtype and device."""
-    slots = buffers.empty((total,), dtype=vector.dtype, device=vector.device)   # NaN where a check poisons:
-    n = vector.shape[0]                                    # a slot read but never reset then fails it
+    slots = new_slots(vector, total)
+    n = vector.shape[0]
     first = 0 if copy else n
     if total > first:
         grid, kwargs = fill_launch(total - first, vector.dtype, pdl, awaited is not None, R, address is not None)
         _input_then_sentinel[grid](*fill_args(slots, vector, n, first, awaited, address), **kwargs)
     return slots
+
+
+def new_slots(vector, total):
+    """An uninitialised VEC of `total` entries like `vector`, for _input_then_sentinel to fill
+    (NaN where a check poisons: a slot read but never reset then fails it)."""
+    return buffers.empty((total,), dtype=vector.dtype, device=vector.device)
 
 
 def fill_args(slots, vector, n, first, awaited, address=None) -> tuple:
