@@ -58,6 +58,7 @@ from tiers import validation
 from tiers.bench.sparse_fusion import make_matrix
 from tiers.kernels.sparse_fusion_executors.launch import SENTINEL
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
+from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 
 SENT = SENTINEL[torch.float64]   # t3's float64 sentinel bits: every output starts as it
 ONE = 0x3FF0000000000000         # 1.0's bits
@@ -95,14 +96,9 @@ class Plan:
         step_level = dags.wavefront_levels(dags.dag_from_edges(u, v[own], n))
         depth = int(step_level.max()) + 1
         order = np.lexsort((np.arange(n), step_level, band))
-        group = band[order] * depth + step_level[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
-        first = np.repeat(starts, np.diff(np.r_[starts, n]))
-        chunk = (np.arange(n) - first) // lanes                 # the group's chunk of LANES rows
-        lane = (np.arange(n) - first) % lanes
-        step_key = group * (n + 1) + chunk
-        new_step = np.r_[True, step_key[1:] != step_key[:-1]]
-        step_in_all = np.cumsum(new_step) - 1                   # before padding
+        # a step per LANES rows of one band's level, as the package cuts a level into blocks
+        step_in_all, lane = cut_blocks(band[order] * depth + step_level[order], lanes)   # before padding
+        new_step = lane == 0
         P = int(band.max()) + 1
         steps = np.bincount(band[order][new_step], minlength=P)
         K1 = max(K, 1)
@@ -476,7 +472,7 @@ def model():
     for name, k, band_rows, lanes in [("poisson3d27", 64, 4096, 32), ("poisson3d", 100, 10000, 128),
                                       ("poisson2d", 1000, 32000, 32)]:
         L = sp.tril(make_matrix(name, k)).tocsr()
-        plan = Plan.solve(L, band_rows, lanes, 1)
+        plan = Plan.solve(L, band_rows, lanes, 4)        # padded as the bench's plans are
         for c_step in (0.1, 0.2, 0.3, 0.4):
             print(name, plan.stats(), "c_step", c_step, "hop 0.6:", round(plan.model_us(c_step, 0.6), 1), "us",
                   flush=True)
