@@ -104,7 +104,7 @@ EXECUTOR_CASES = [pytest.param(pair, kind, ex, tickets, dt, id=f"{pair}-{kind}-{
                                            ("dataflow", "schedule", ("float64",)), ("dataflow", "alap", ("float64",)),
                                            ("dataflow", "mid", ("float32",)), ("dataflow", None, ("float64",)),
                                            ("chains", "dag", DTYPES),
-                                           ("segments", "dag", DTYPES))
+                                           ("segments", "dag", DTYPES), ("bands", None, DTYPES))
                   for dt in dts if ex in t3.executors_for(pair)]
 
 

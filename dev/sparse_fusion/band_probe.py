@@ -56,6 +56,8 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers import validation
 from tiers.bench.sparse_fusion import make_matrix
+from tiers.kernels.sparse_fusion_executors.bands import (APART, KIND_SHIFT, OWN, _APART, _OWN, _POSITION, _SHIFT,
+                                                         _band_span, _divided, _record)
 from tiers.kernels.sparse_fusion_executors.launch import SENTINEL
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
@@ -66,10 +68,9 @@ ONE = 0x3FF0000000000000         # 1.0's bits
 
 # --------------------------------------------------------------------------------------------- plan
 
-OWN, APART = 1, 2             # what a record's slot holds (KIND; 0: padding, coefficient 0)
-KIND_SHIFT = 29              # the kernel reads a slot's kind and column as one word: column | kind << 29
-_OWN, _APART, _SHIFT = tl.constexpr(OWN), tl.constexpr(APART), tl.constexpr(KIND_SHIFT)   # the same, in kernels
-_COLUMN = tl.constexpr((1 << KIND_SHIFT) - 1)
+# a slot's kind (OWN, APART; 0: padding, coefficient 0) and its word (column | kind << KIND_SHIFT),
+# as the package's executor stores them
+_COLUMN = _POSITION
 
 
 class Plan:
@@ -276,15 +277,8 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
           INTRA: tl.constexpr, BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr,
           DEADLINE_NS: tl.constexpr, TREE: tl.constexpr):
     """One step: every lane's row from its record, its other bands' operands xa read earlier."""
-    at = (s * C + c) * LANES + lane
-    w = tl.load(POS + at)
-    pos = w & _COLUMN
-    kind = w >> _SHIFT
-    a = tl.load(VAL + at)
+    pos, kind, a, row, d, rd = _record(POS, VAL, ROW, D, RD, s, lane, c, LANES, C)
     one = tl.arange(0, LANES)
-    row = tl.load(ROW + s * LANES + one)
-    d = tl.load(D + s * LANES + one)
-    rd = tl.load(RD + s * LANES + one)
     own = kind == _OWN
     if INTRA == 0:
         xo = tl.load(X + pos, mask=own, other=0)
@@ -300,8 +294,7 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
         r = tl.sum(tl.sum(tl.reshape(a * xb, [LANES, 4, C // 4]), 2), 1)
     else:
         r = tl.sum(a * xb, 1)
-    q = r * rd
-    q = tl.fma(tl.fma(-q, d, r), rd, q)          # one Markstein step: rounds as r / d does
+    q = _divided(r, d, rd)
     tl.store(X + row, q.to(tl.int64, bitcast=True), mask=row >= 0)
     if BARRIER:
         tl.debug_barrier()
@@ -315,10 +308,7 @@ def _walk_band(X, POS, VAL, ROW, D, RD, SP, STAMP, p, t0, LANES: tl.constexpr, C
                SENT: tl.constexpr, DEADLINE_NS: tl.constexpr, TREE: tl.constexpr):
     """Band p's steps in order, the other bands' operands of step s + K read at step s (K = 0:
     at step s)."""
-    lane = tl.arange(0, LANES)[:, None] + tl.zeros([LANES, C], tl.int32)
-    c = tl.arange(0, C)[None, :] + tl.zeros([LANES, C], tl.int32)
-    s0 = tl.load(SP + p)
-    s1 = tl.load(SP + p + 1)
+    lane, c, s0, s1 = _band_span(SP, p, LANES, C)
     if K == 0:
         for s in range(s0, s1):
             if PF > 0:

@@ -213,13 +213,14 @@ from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BIT
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
+from tiers.kernels.sparse_fusion_executors.bands import PREFETCH, band_plan, device_bands, pair_values, run_bands
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
 from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks, ticket_cut
 from tiers.kernels.sparse_rows import CHUNK
 from tiers.validation import interpreting, validate_sparse_fusion
 
 
-EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments")
+EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments", "bands")
 BLOCK_ROWS = {"syncfree": 16, "chains": 4, "segments": 4}
 """R, iterations per sync-free block (lanes of one program), per executor (the dataflow executor
 takes dataflow_shape's since 2026-11-26, which was 4 before); swept on the H100
@@ -656,9 +657,9 @@ def dataflow_programs(tables) -> int:
 
 
 def executors_for(pair: str) -> tuple:
-    """The executors that can run `pair`: "chains" and "segments" only where every iteration
-    writes one vector entry once (no factor rows); "dataflow" runs a factor pair by the flag
-    executor's kernel with the values as flags (kernel_of)."""
+    """The executors that can run `pair`: "chains", "segments" and "bands" only where every
+    iteration writes one vector entry once (no factor rows); "dataflow" runs a factor pair by the
+    flag executor's kernel with the values as flags (kernel_of)."""
     return EXECUTORS[:3] if pair in dags.FACTOR_PAIRS else EXECUTORS
 
 
@@ -1444,6 +1445,10 @@ class Prepared:
             self.plan = schedule.cached(("t3_segments", block_rows, chain_steps, str(device)),
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
                                                               chain_steps, device))
+        elif executor == "bands":     # its own cut of the matrices, the schedule's order unused
+            self.plan = schedule.cached(("t3_bands",), lambda: band_plan(problem.pair, problem.matrices))
+            self.bands = device_bands(self.plan, pair_values(problem.matrices, dtype, device), PREFETCH)
+            self.band_launch = {}
         elif executor == "dataflow" and not self.tables.factor:
             self.record_shape = shape = record_shape(self.tables)
             self.flat = reads_flat(shape, claim)
@@ -1515,6 +1520,9 @@ class Prepared:
             val, own, vec = _data_buffers(self, vector)
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
+        if self.executor == "bands":
+            rows.check_vector(self.tables, vector, self.values)
+            return run_bands(self.bands, vector, self.band_launch)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place

@@ -1,0 +1,155 @@
+"""t3's bands executor (tiers/kernels/sparse_fusion_executors/bands.py): the vector pairs against t0
+with the bands its rule cuts and with small matrices cut into many bands (every ring depth), the
+plans' order (a band reads only bands of lower number, the programs' guarantee of progress), the
+rule's bands on the grids, and its errors."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import DEVICE
+from tests.test_sparse_fusion import matrix, operands
+from tiers import registry
+from tiers import sparse_dags as sd
+from tiers import sparse_matrices as sm
+from tiers.kernels.sparse_fusion_executors import bands
+from tiers.t3_triton_fused import sparse_fusion as t3
+from tiers.tolerances import assert_close
+
+DTYPES = ("float64", "float32")
+
+
+def _reference(pair, mats, b, dtype):
+    """t0 in float64 on the inputs rounded to dtype."""
+    rounded = []
+    for M in mats:
+        R = sd.csr(M)
+        R.data = R.data.astype(dtype).astype(np.float64)
+        rounded.append(R)
+    return registry.get("sparse_fusion", "t0_numpy", pair)(*rounded, b.astype(dtype).astype(np.float64))
+
+
+def _run(pair, mats, b, dtype, K, shape):
+    """The pair by bands.band_plan's bands (shape: (rows a band, LANES) or the rule's)."""
+    mats = [sd.csr(M) for M in mats]
+    plan = bands.band_plan(pair, mats, K=K, shape=shape)
+    dt = getattr(torch, dtype)
+    dev = bands.device_bands(plan, bands.pair_values(mats, dt, DEVICE), bands.PREFETCH)
+    return plan, bands.run_bands(dev, torch.tensor(b, dtype=dt, device=DEVICE), {})
+
+
+def _compare(out, ref, dtype, what):
+    assert len(out) == 2
+    for k, (o, r) in enumerate(zip(out, ref)):
+        assert o.dtype == getattr(torch, dtype) and o.device.type == DEVICE
+        assert_close(o.double().cpu().numpy(), np.asarray(r), dtype, f"{what} result {k}")
+
+
+def _ordered(plan):
+    """Every APART slot of every kernel reads a row of a band of lower number in the launch's
+    order (kernel 1's bands, then kernel 2's), or the input; every row is written once."""
+    n, lanes = plan.n, plan.lanes
+    band_of = np.full(2 * n, -1)
+    offset = 0
+    for p in plan.kernels:
+        rows = p.row.reshape(p.steps, lanes)
+        step_band = np.repeat(np.arange(p.P), np.diff(p.SP))
+        written = rows >= 0
+        assert (band_of[rows[written]] == -1).all()
+        band_of[rows[written]] = offset + np.broadcast_to(step_band[:, None], rows.shape)[written]
+        offset += p.P
+    assert (band_of >= 0).all()
+    offset = 0
+    for p in plan.kernels:
+        word = p.word.reshape(p.steps, p.C, lanes)
+        step_band = offset + np.repeat(np.arange(p.P), np.diff(p.SP))
+        kind, pos = word >> bands.KIND_SHIFT, word & ((1 << bands.KIND_SHIFT) - 1)
+        reader = np.broadcast_to(step_band[:, None, None], word.shape)
+        apart = kind == bands.APART
+        assert (band_of[pos[apart]] < reader[apart]).all()
+        own = (kind == bands.OWN) & (pos < 2 * n)
+        assert (band_of[pos[own]] == reader[own]).all()
+        offset += p.P
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pair", bands.PAIRS)
+@pytest.mark.parametrize("gen,size", [("poisson2d", 100), ("poisson3d_27", 64), ("banded_spd", 60),
+                                      ("powerlaw_laplacian", 50)])
+def test_bands_match_t0(gen, size, pair, dtype):
+    """Through prepare, with the rule's bands (one band on matrices this small)."""
+    mats = operands(pair, matrix(gen, size, 0))
+    b = np.random.default_rng(size).standard_normal(mats[0].shape[0])
+    v = torch.tensor(b, dtype=getattr(torch, dtype), device=DEVICE)
+    run = t3.prepare(pair, *mats, like=v, executor="bands")
+    _compare(run(v), _reference(pair, mats, b, dtype), dtype, f"bands {pair} {gen}")
+
+
+@pytest.mark.parametrize("K", [0, 1, 2, 4])
+@pytest.mark.parametrize("pair", bands.PAIRS)
+def test_many_bands_every_ring(pair, K):
+    """A 2D grid of 12 × 12 in bands of 12 rows (a line each, every row reading the line before
+    from another band) and 32 lanes."""
+    mats = operands(pair, matrix("poisson2d", 144, 1))
+    b = np.random.default_rng(K).standard_normal(144)
+    plan, out = _run(pair, mats, b, "float64", K, (12, 32))
+    assert plan.kernels[0].P + plan.kernels[1].P > 2
+    assert sum(p.edges_apart for p in plan.kernels) > 0
+    _ordered(plan)
+    _compare(out, _reference(pair, mats, b, "float64"), "float64", f"{pair} K={K}")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(sorted(sm.GENERATORS)), size=st.integers(2, 90), seed=st.integers(0, 50),
+       pair=st.sampled_from(bands.PAIRS), rows=st.integers(1, 40), lanes=st.sampled_from([32, 64]),
+       K=st.sampled_from([0, 1, 2, 3]), dtype=st.sampled_from(DTYPES))
+def test_bands_property(gen, size, seed, pair, rows, lanes, K, dtype):
+    mats = operands(pair, matrix(gen, size, seed))
+    b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+    plan, out = _run(pair, mats, b, dtype, K, (rows, lanes))
+    _ordered(plan)
+    for p in plan.kernels:
+        assert p.K == 0 or (np.diff(p.SP) % p.K == 0).all()
+    _compare(out, _reference(pair, mats, b, dtype), dtype, f"{pair} {gen} {size} rows={rows} K={K}")
+
+
+@pytest.mark.parametrize("A, rows, lanes", [
+    (sm.poisson2d(40), 32 * 40, 32),           # a line is a chain: 32 lines a band, a level of 32
+    (sm.poisson3d(40), 40 * 40, 64),           # a plane: levels x + y of up to 40 rows
+    (sm.poisson3d(12), 12 * 12 * 4, 64),       # 2 planes hold levels of up to 24 rows, 4 of up to 48
+])
+def test_band_shape_on_grids(A, rows, lanes):
+    assert bands.band_shape(sd.csr(sp.tril(A)), lower=True) == (rows, lanes)
+    assert bands.band_shape(sd.csr(sp.triu(A)), lower=False) == (rows, lanes)
+
+
+def test_band_shape_takes_the_plane_not_the_largest_offset():
+    """The 27-point grid's largest offset is a plane, a line and a row (421 rows on a 20³ grid);
+    its bands are whole planes (400 rows), a power of two of them."""
+    L = sd.csr(sp.tril(sm.poisson3d(20, points=27)))
+    rows, lanes = bands.band_shape(L, lower=True)
+    assert rows % 400 == 0 and (rows // 400) & (rows // 400 - 1) == 0
+    assert lanes in (32, 64, 128)
+
+
+def test_bands_errors():
+    A = sm.poisson2d(4)
+    v = torch.zeros(16, dtype=torch.float64, device=DEVICE) + 1
+    with pytest.raises(ValueError, match="factor in place"):
+        t3.prepare("spilu0_sptrsv", A, like=v, executor="bands")
+    with pytest.raises(ValueError, match="vector pairs"):
+        bands.band_plan("spic0_sptrsv", [sd.csr(A)])
+    star = sp.lil_matrix((80, 80))                  # a row of 80 entries: more than a record holds
+    star[79, :] = 1.0
+    star.setdiag(100.0)
+    star = sd.csr(star)
+    with pytest.raises(ValueError, match=f"at most {bands.MAX_SLOTS}"):
+        t3.prepare("sptrsv_spmv", star, star, like=torch.ones(80, dtype=torch.float64, device=DEVICE),
+                   executor="bands")
+    run = t3.prepare("sptrsv_spmv", sd.csr(sp.tril(A)), A, like=v, executor="bands")
+    with pytest.raises(ValueError, match="prepared for"):
+        run(v.float())
+    with pytest.raises(ValueError, match="shape"):
+        run(v[:3])
