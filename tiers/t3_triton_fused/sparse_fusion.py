@@ -1,5 +1,5 @@
 """Sparse fusion, fused: the two kernels of a pair run as one schedule of joint iterations
-(tiers/fusion_schedules.py), by one of five executors.
+(tiers/fusion_schedules.py), by one of six executors.
 
 A joint iteration is one row of one kernel — an SpMV or SpTRSV row, or an ILU(0)/IC(0) row —
 computed by the building blocks of tiers/kernels/sparse_rows.py from index tables built once per
@@ -172,6 +172,13 @@ block DAG shallower (1016 levels at S = 64 against the joint DAG's 2000). One li
 profiled: every program has next_pow2(max(S, R)) lanes, also the 250 000 blocks of four single
 SpMV rows, so wider pieces leave fewer programs resident. executor=None never picks it.
 
+executor="bands" (the vector pairs, since 2026-12-05): each kernel's rows cut into bands of
+consecutive rows, one program a band walking the band's own levels with a barrier between
+them, so that only the dependences between bands cross SMs (bands.py's docstring). It ignores
+the schedule's order: the cut comes from the matrices' offsets. Compiled for sm_90 (no spills)
+and tested in the interpreter, not yet timed on a GPU (docs/sparse_fusion_log.md models where
+it would win); executor=None never picks it.
+
 Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, docs/sparse_fusion_log.md): one
 program walking K chains side by side, level by level, with the last steps' outputs in registers
 (tl.gather) so that a dependence inside the bundle is a shuffle, not an L2 round trip. Right, but
@@ -183,7 +190,7 @@ The kernels, and what the sync-free ones share, are in tiers/kernels/sparse_fusi
 module each: launch (programs per SM, claimed launches, the ticket counter, the sentinel's slots,
 PDL), tickets (the orders and blocks), levels, syncfree (the flag executor's kernel, which also
 runs the factor pairs with the values as flags), records (the dataflow kernel and its records),
-flat (the flat records) and chains (chains and segments). This module holds what chooses between
+flat (the flat records), chains (chains and segments) and bands. This module holds what chooses between
 them — the executor, the shape of its blocks and records, measured per pattern — and `prepare`,
 which builds their plans once and returns the call.
 
