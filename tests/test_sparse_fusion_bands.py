@@ -48,19 +48,20 @@ def _compare(out, ref, dtype, what):
 
 
 def _ordered(plan):
-    """Every APART slot of every kernel reads a row of a band of lower number in the launch's
-    order (kernel 1's bands, then kernel 2's), or the input; every row is written once."""
+    """Every APART slot of every kernel reads an output row of a band of lower number in the
+    launch's order (kernel 1's bands, then kernel 2's), every OWN slot a row of its own band or
+    the input; every output is written once. X = [input | out₁ | out₂]."""
     n, lanes = plan.n, plan.lanes
-    band_of = np.full(2 * n, -1)
+    band_of = np.full(3 * n, -1)
     offset = 0
     for p in plan.kernels:
         rows = p.row.reshape(p.steps, lanes)
         step_band = np.repeat(np.arange(p.P), np.diff(p.SP))
         written = rows >= 0
-        assert (band_of[rows[written]] == -1).all()
+        assert (rows[written] >= n).all() and (band_of[rows[written]] == -1).all()
         band_of[rows[written]] = offset + np.broadcast_to(step_band[:, None], rows.shape)[written]
         offset += p.P
-    assert (band_of >= 0).all()
+    assert (band_of[n:] >= 0).all()
     offset = 0
     for p in plan.kernels:
         word = p.word.reshape(p.steps, p.C, lanes)
@@ -68,8 +69,8 @@ def _ordered(plan):
         kind, pos = word >> bands.KIND_SHIFT, word & ((1 << bands.KIND_SHIFT) - 1)
         reader = np.broadcast_to(step_band[:, None, None], word.shape)
         apart = kind == bands.APART
-        assert (band_of[pos[apart]] < reader[apart]).all()
-        own = (kind == bands.OWN) & (pos < 2 * n)
+        assert (pos[apart] >= n).all() and (band_of[pos[apart]] < reader[apart]).all()
+        own = (kind == bands.OWN) & (pos >= n)
         assert (band_of[pos[own]] == reader[own]).all()
         offset += p.P
 

@@ -20,8 +20,9 @@ record of C slots (position, coefficient), its entries and, for a solve, its rig
     x_i = (Σ_e coef_e · X[pos_e]) / d_i      solve: coef −t_ij on x_j, 1 on b_i; d_i = t_ii
                                               SpMV:  coef a_ij on the input or x_j;  d_i = 1
 
-X holds both kernels' outputs and the input, [out₁ (n) | out₂ (n) | input (n)], as bit patterns;
-every output starts as the sentinel (a signalling NaN no arithmetic produces). A slot is OWN (a
+X holds the input and both kernels' outputs, [input (n) | out₁ (n) | out₂ (n)], as the dataflow
+executor's VEC does (one kernel copies the input and puts the sentinel — a signalling NaN no
+arithmetic produces — in every output). A slot is OWN (a
 row of the same band, or the input: read by a plain load after the barrier) or APART (a row of
 another band or of the other kernel: read K steps ahead into a ring of registers by volatile
 loads, so that its round trip through L2 overlaps K steps). Every operand, own or apart, is
@@ -56,7 +57,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
-from tiers.kernels.sparse_fusion_executors.launch import _props, resident_per_sm
+from tiers.kernels.sparse_fusion_executors.launch import _props, _slots_from, resident_per_sm
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS
@@ -162,16 +163,17 @@ class KernelPlan(NamedTuple):
     edges_apart: int
 
 
-def kernel_plan(r: Rows, out_at, n_out, band, lanes, K) -> KernelPlan:
+def kernel_plan(r: Rows, out_at, outputs, band, lanes, K) -> KernelPlan:
     """The bands of one kernel whose rows write X[out_at + i] (`band`: each row's band; a band
-    reads only bands of lower number and the other kernel's rows)."""
+    reads only bands of lower number and the other kernel's rows; `outputs`: the range of X that
+    either kernel writes, the rest being the input)."""
     n = len(r.ptr) - 1
     counts = np.diff(r.ptr)
     C = 1 << (int(counts.max(initial=1)) - 1).bit_length()
     v = dags.row_ids(r.ptr)
     mine = (r.pos >= out_at) & (r.pos < out_at + n)
     own = mine & (band[np.where(mine, r.pos - out_at, 0)] == band[v])
-    apart = (r.pos < n_out) & ~own
+    apart = (r.pos >= outputs[0]) & (r.pos < outputs[1]) & ~own
     u = r.pos[own] - out_at
     step_level = dags.wavefront_levels(dags.dag_from_edges(u, v[own], n))
     depth = int(step_level.max(initial=0)) + 1
@@ -207,7 +209,7 @@ def kernel_plan(r: Rows, out_at, n_out, band, lanes, K) -> KernelPlan:
 
 
 class BandPlan(NamedTuple):
-    """A vector pair's two kernels as bands over X = [out₁ | out₂ | input] (band_plan)."""
+    """A vector pair's two kernels as bands over X = [input | out₁ | out₂] (band_plan)."""
     kernels: tuple
     n: int
     lanes: int
@@ -223,21 +225,21 @@ def band_plan(pair, mats, K=RING, shape=None) -> BandPlan:
     n = mats[0].shape[0]
     if 3 * n > 1 << KIND_SHIFT:
         raise ValueError(f"the bands executor addresses at most {(1 << KIND_SHIFT) // 3} rows, got {n}")
-    out2, inp, base2 = n, 2 * n, int(mats[0].indptr[-1])
+    inp, out1, out2, base2 = 0, n, 2 * n, int(mats[0].indptr[-1])
     solve = 0 if pair != "spmv_sptrsv" else 1
     band_rows, lanes = shape or band_shape(mats[solve], lower=True)
     bands = np.arange(n) // band_rows
     short = np.arange(n) // max(lanes, band_rows // SPMV_SPLIT)
     if pair == "sptrsv_spmv":
-        first, second = (_solve_rows(mats[0], 0, 0, inp), bands), (_spmv_rows(mats[1], base2, 0), short)
+        first, second = (_solve_rows(mats[0], 0, out1, inp), bands), (_spmv_rows(mats[1], base2, out1), short)
     elif pair == "spmv_sptrsv":
-        first, second = (_spmv_rows(mats[0], 0, inp), short), (_solve_rows(mats[1], base2, out2, 0), bands)
+        first, second = (_spmv_rows(mats[0], 0, inp), short), (_solve_rows(mats[1], base2, out2, out1), bands)
     else:
         up_rows, up_lanes = shape or band_shape(mats[1], lower=False)
         lanes = max(lanes, up_lanes)
         up = np.arange(n)[::-1] // up_rows      # an upper solve's bands from the bottom up
-        first, second = (_solve_rows(mats[0], 0, 0, inp), bands), (_solve_rows(mats[1], base2, out2, 0), up)
-    plans = tuple(kernel_plan(r, at, 2 * n, b, lanes, K) for (r, b), at in ((first, 0), (second, out2)))
+        first, second = (_solve_rows(mats[0], 0, out1, inp), bands), (_solve_rows(mats[1], base2, out2, out1), up)
+    plans = tuple(kernel_plan(r, at, (out1, 3 * n), b, lanes, K) for (r, b), at in ((first, out1), (second, out2)))
     for p in plans:
         if p.C > MAX_SLOTS:
             raise ValueError(f"the bands executor holds a row's entries in registers, at most {MAX_SLOTS}; this "
@@ -396,13 +398,10 @@ def _grid(dev: DeviceBands, args, meta, cache) -> int:
 
 
 def run_bands(dev: DeviceBands, vector: torch.Tensor, cache: dict) -> tuple:
-    """The pair's two output vectors for `vector` (checked by the caller): X = [sentinel (2n) |
-    input], one launch, the outputs as views of X."""
+    """The pair's two output vectors for `vector` (checked by the caller): X = [input | sentinel
+    (2n)], one launch, the outputs as views of X."""
     n = dev.n
-    bits = SENTINEL_BITS[vector.dtype]
-    X = torch.empty(3 * n, dtype=bits, device=vector.device)
-    X[: 2 * n] = SENTINEL[vector.dtype]
-    X[2 * n:] = vector.view(bits)
+    X = _slots_from(vector, 3 * n).view(SENTINEL_BITS[vector.dtype])
     (C1, K1), (C2, K2) = dev.metas
     PF = 0 if interpreting() else PREFETCH
     meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=PF, SENT=SENTINEL[vector.dtype],
@@ -412,5 +411,5 @@ def run_bands(dev: DeviceBands, vector: torch.Tensor, cache: dict) -> tuple:
     G = _grid(dev, args, meta, cache)
     _bands[(G,)](X, *dev.tables[0], *dev.tables[1], P1, P, G, **meta,
                  **({} if interpreting() else {"launch_cooperative_grid": True}))
-    out = X[: 2 * n].view(vector.dtype)
+    out = X[n:].view(vector.dtype)
     return out[:n], out[n:]
