@@ -499,6 +499,54 @@ def draw_schedule(schedule, ax=None, labels=None, title=None):
     return ax
 
 
+def draw_bands(plan, nx, kernel=0, ax=None, title=None):
+    """One kernel of a bands plan (tiers.kernels.sparse_fusion_executors.bands.band_plan) on a 2D
+    grid of nx columns in natural order: every row a cell at (i mod nx, i div nx), coloured by
+    its band, numbered by its step within the band (the steps a program walks, a barrier between
+    each); lines are its dependences on rows of the same kernel: grey inside a band, red across
+    bands (polled through L2). Returns the Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.collections import LineCollection
+
+    from tiers.kernels.sparse_fusion_executors.bands import APART, KIND_SHIFT, OWN
+
+    p, n, lanes = plan.kernels[kernel], plan.n, plan.lanes
+    at = n * (kernel + 1)                                  # X = [input | out₁ | out₂]
+    rows = p.row.reshape(p.steps, lanes)
+    step_band = np.repeat(np.arange(p.P), np.diff(p.SP))
+    step_in_band = np.arange(p.steps) - p.SP[step_band]
+    live = rows >= 0
+    i = rows[live] - at
+    band, step = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    band[i] = np.broadcast_to(step_band[:, None], rows.shape)[live]
+    step[i] = np.broadcast_to(step_in_band[:, None], rows.shape)[live]
+    ny = -(-n // nx)
+    if ax is None:
+        ax = plt.subplots(figsize=(min(12, 1 + 0.42 * nx), min(9, 1 + 0.42 * ny)))[1]
+    word = p.word.reshape(p.steps, p.C, lanes)
+    reader = np.broadcast_to(rows[:, None, :], word.shape)
+    kind, pos = word >> KIND_SHIFT, word & ((1 << KIND_SHIFT) - 1)
+    for k, color, lw in ((OWN, "#b0b0b0", 0.7), (APART, "#d62728", 1.1)):
+        m = (kind == k) & (pos >= at) & (pos < at + n) & (reader >= 0)
+        u, v = pos[m] - at, reader[m] - at
+        segs = np.stack([np.stack([u % nx, u // nx], 1), np.stack([v % nx, v // nx], 1)], 1)
+        ax.add_collection(LineCollection(segs, colors=color, lw=lw, zorder=1))
+    cmap = plt.get_cmap("tab10")
+    cells = np.arange(n)
+    ax.scatter(cells % nx, cells // nx, s=260, c=[cmap(b % 10) for b in band], edgecolors="k", linewidths=0.4,
+               zorder=2)
+    for r in cells:
+        ax.annotate(str(step[r]), (r % nx, r // nx), ha="center", va="center", fontsize=6, zorder=3)
+    ax.set_aspect("equal")
+    ax.invert_yaxis()
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title or f"{p.P} bands of at most {int(np.bincount(band).max())} rows and {int(step.max()) + 1} "
+                 f"steps; {p.edges_own} dependences inside a band, {p.edges_apart} outside it", fontsize=8)
+    return ax
+
+
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
            "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,
