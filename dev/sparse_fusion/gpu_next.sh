@@ -8,7 +8,8 @@
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson3d sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson2d  (all pairs: its rows are cfee61f's)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # the probe's pair variants (K, warps) beside t3
-#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw   (~5.5 min; the t2 column with kept launches)
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli powerlaw   (~5.5 min; the t2 column with
+#                                                     kept launches; its hub rows are too long for bands)
 #   then cli poisson3d and poisson3d27 with the factor pairs, for the t2 column too.
 # The bands executor (tiers/kernels/sparse_fusion_executors/bands.py) runs only the vector pairs;
 # `cli` asks for it beside dataflow, and the CLI skips it where a pair cannot take it.
@@ -37,7 +38,7 @@ case "$1" in
       tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
   cli)
     python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
-      --executors dataflow,bands --reps 3 --out "$OUT/cli" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' | tail -40 ;;
+      --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' | tail -40 ;;
   *)
     echo "unknown step $1" >&2; exit 2 ;;
 esac

@@ -239,11 +239,11 @@ def band_plan(pair, mats, K=RING, shape=None) -> BandPlan:
         lanes = max(lanes, up_lanes)
         up = np.arange(n)[::-1] // up_rows      # an upper solve's bands from the bottom up
         first, second = (_solve_rows(mats[0], 0, out1, inp), bands), (_solve_rows(mats[1], base2, out2, out1), up)
+    longest = max(int(np.diff(r.ptr).max(initial=1)) for r, _ in (first, second))
+    if longest > MAX_SLOTS:         # checked before the tables, which hold every row at the longest's width
+        raise ValueError(f"the bands executor holds a row's entries in registers, at most {MAX_SLOTS}; this "
+                         f"pair has rows of {longest} (use the dataflow executor)")
     plans = tuple(kernel_plan(r, at, (out1, 3 * n), b, lanes, K) for (r, b), at in ((first, out1), (second, out2)))
-    for p in plans:
-        if p.C > MAX_SLOTS:
-            raise ValueError(f"the bands executor holds a row's entries in registers, at most {MAX_SLOTS}; this "
-                             f"pair has rows of up to {p.C} (use the dataflow executor)")
     return BandPlan(plans, n, lanes, band_rows)
 
 
