@@ -2,15 +2,17 @@
 # The sparse-fusion calls a lent GPU owes, in the order to make them (one `run` each; about 30
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
 #   bash dev/sparse_fusion/gpu_next.sh band_solve    # ~5 min: the probe's 96 solve variants, c_step measured
+#   bash dev/sparse_fusion/gpu_next.sh tests         # ~5 min: the GPU test selection, then bands' own tests
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
 #                                                     # ~3 min: the table's rows, dataflow beside bands
-#   bash dev/sparse_fusion/gpu_next.sh tests         # ~5 min: the GPU test selection, then bands' own tests
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson3d sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson2d  (all pairs: its rows are cfee61f's)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # the probe's pair variants (K, warps) beside t3
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli powerlaw   (~5.5 min; the t2 column with
 #                                                     kept launches; its hub rows are too long for bands)
 #   then cli poisson3d and poisson3d27 with the factor pairs, for the t2 column too.
+# Each command has a timeout below the call's 600 s, so that a kernel that never ends (the bands
+# executor has not run on a GPU yet) costs that step, not the session.
 # The bands executor (tiers/kernels/sparse_fusion_executors/bands.py) runs only the vector pairs;
 # `cli` asks for it beside dataflow, and the CLI skips it where a pair cannot take it.
 set -uo pipefail
@@ -27,17 +29,17 @@ mkdir -p "$OUT"
 } > "$OUT/environment_$1.txt"
 case "$1" in
   band_solve | band_pairs)
-    python3 dev/sparse_fusion/band_probe.py bench "$OUT/band_probe_${1#band_}.json" "${1#band_}" 2>&1 \
+    timeout 560 python3 dev/sparse_fusion/band_probe.py bench "$OUT/band_probe_${1#band_}.json" "${1#band_}" 2>&1 \
       | tee "$OUT/band_probe_${1#band_}.log" | tail -40 ;;
   tests)
-    TIERS_POISON=1 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
+    TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
       tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \
       and (t2 or t3)) or (test_invalid_input and t3))" 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
     # in a process of their own: a fault in a new kernel must not take the others' results with it
-    TIERS_POISON=1 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
+    TIERS_POISON=1 timeout 150 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
       tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
   cli)
-    python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
+    timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
       --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' | tail -40 ;;
   *)
     echo "unknown step $1" >&2; exit 2 ;;
