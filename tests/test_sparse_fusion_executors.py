@@ -1424,8 +1424,8 @@ def test_the_prepared_vector_must_fit():
 def test_executor_options():
     mats, b = _problem("sptrsv_spmv")
     x = _vector(b, "float64")
-    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow, chains, segments or "
-                                         "None, got 'fast'"):
+    with pytest.raises(ValueError, match="executor must be one of levels, syncfree, dataflow, chains, segments, "
+                                         "bands or None, got 'fast'"):
         t3.prepare("sptrsv_spmv", *mats, like=x, executor="fast")
     A = sm.poisson2d(4)
     with pytest.raises(ValueError, match="executor 'chains' carries vector entries from row to row, but "
