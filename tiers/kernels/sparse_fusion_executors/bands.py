@@ -192,20 +192,16 @@ def kernel_plan(r: Rows, out_at, outputs, band, lanes, K) -> KernelPlan:
     row[step, lane] = out_at + order
     dsrc = np.full((S, lanes), SOURCE_ONE, dtype=np.int64)
     dsrc[step, lane] = r.dsrc[order]
-    at = np.empty(n, dtype=np.int64)
-    at[order] = step * lanes + lane
-    slot = at[v] * C + (np.arange(len(r.pos)) - np.repeat(r.ptr[:-1], counts))
-    word = np.zeros(S * lanes * C, dtype=np.int32)
-    src = np.full(S * lanes * C, SOURCE_ONE, dtype=np.int64)
-    sign = np.zeros(S * lanes * C)
+    row_step, row_lane = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    row_step[order], row_lane[order] = step, lane
+    k = np.arange(len(r.pos)) - np.repeat(r.ptr[:-1], counts)
+    slot = (row_step[v] * C + k) * lanes + row_lane[v]          # stored [S, C, LANES]
+    word = np.zeros(S * C * lanes, dtype=np.int32)
+    src = np.full(S * C * lanes, SOURCE_ONE, dtype=np.int64)
+    sign = np.zeros(S * C * lanes, dtype=np.int8)
     word[slot] = r.pos | (np.where(apart, APART, OWN) << KIND_SHIFT)
     src[slot], sign[slot] = r.src, r.sign
-
-    def lanes_last(a):
-        return np.ascontiguousarray(a.reshape(S, lanes, C).transpose(0, 2, 1)).reshape(-1)
-
-    return KernelPlan(lanes_last(word), lanes_last(src), lanes_last(sign), row, dsrc, SP, C, K, P, S,
-                      int(own.sum()), int(apart.sum()))
+    return KernelPlan(word, src, sign, row, dsrc, SP, C, K, P, S, int(own.sum()), int(apart.sum()))
 
 
 class BandPlan(NamedTuple):
