@@ -56,9 +56,10 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers import validation
 from tiers.bench.sparse_fusion import make_matrix
-from tiers.kernels.sparse_fusion_executors.bands import (APART, KIND_SHIFT, OWN, _APART, _OWN, _POSITION, _SHIFT,
-                                                         _band_span, _divided, _record)
+from tiers.kernels.sparse_fusion_executors.bands import (APART, BAND_NAP, KIND_SHIFT, OWN, SPINS, _APART, _OWN,
+                                                         _POSITION, _SHIFT, _band_span, _divided, _record)
 from tiers.kernels.sparse_fusion_executors.launch import SENTINEL
+from tiers.kernels.sparse_rows import nap
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 
@@ -258,13 +259,19 @@ def _look_apart(X, POS, s, lane, c, LANES: tl.constexpr, C: tl.constexpr, ONE: t
 
 
 @triton.jit
-def _await(x, X, pos, m, t0, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr):
+def _await(x, X, pos, m, t0, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr, NAP: tl.constexpr = 0):
     """x (bits) read from X[pos] over m, read again through L2 where it holds the sentinel; with
     DEADLINE_NS > 0 (GPU only) no longer once the kernel has run that long since t0: a plan bug
     then leaves sentinels in the result, which the check reports, instead of a kernel that never
-    ends."""
+    ends. NAP > 0 (GPU only): after SPINS polls in a row, a sleep of NAP ns before each next
+    one, as the package's bands do (bands.BAND_NAP)."""
     w = m & (x == SENT)
+    polls = 0
     while tl.max(tl.max(w.to(tl.int32), 1), 0) != 0:
+        if NAP > 0:
+            if polls >= SPINS:
+                nap(NAP)
+            polls += 1
         x = tl.where(w, tl.load(X + pos, mask=w, other=0, volatile=True), x)
         w = m & (x == SENT)
         if DEADLINE_NS > 0:
@@ -275,7 +282,7 @@ def _await(x, X, pos, m, t0, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr):
 @triton.jit
 def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexpr, C: tl.constexpr,
           INTRA: tl.constexpr, BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr,
-          DEADLINE_NS: tl.constexpr, TREE: tl.constexpr):
+          DEADLINE_NS: tl.constexpr, TREE: tl.constexpr, NAP: tl.constexpr):
     """One step: every lane's row from its record, its other bands' operands xa read earlier."""
     pos, kind, a, row, d, rd = _record(POS, VAL, ROW, D, RD, s, lane, c, LANES, C)
     one = tl.arange(0, LANES)
@@ -286,7 +293,7 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
         xo = tl.load(X + pos, mask=own, other=0, cache_modifier=".cg")
     else:
         xo = tl.load(X + pos, mask=own, other=0, volatile=True)
-    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == _APART), t0, SENT, DEADLINE_NS)
+    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == _APART), t0, SENT, DEADLINE_NS, NAP)
     xb = xb.to(tl.float64, bitcast=True)
     if TREE and C >= 8:
         # the row's products summed as 4 interleaved chains, then across them: a shorter chain
@@ -305,7 +312,7 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
 @triton.jit
 def _walk_band(X, POS, VAL, ROW, D, RD, SP, STAMP, p, t0, LANES: tl.constexpr, C: tl.constexpr, K: tl.constexpr,
                PF: tl.constexpr, INTRA: tl.constexpr, BARRIER: tl.constexpr, STAMPS: tl.constexpr,
-               SENT: tl.constexpr, DEADLINE_NS: tl.constexpr, TREE: tl.constexpr):
+               SENT: tl.constexpr, DEADLINE_NS: tl.constexpr, TREE: tl.constexpr, NAP: tl.constexpr):
     """Band p's steps in order, the other bands' operands of step s + K read at step s (K = 0:
     at step s)."""
     lane, c, s0, s1 = _band_span(SP, p, LANES, C)
@@ -315,7 +322,7 @@ def _walk_band(X, POS, VAL, ROW, D, RD, SP, STAMP, p, t0, LANES: tl.constexpr, C
                 _prefetch_step(POS, VAL, s + PF, LANES, C)
             xa = _look_apart(X, POS, s, lane, c, LANES, C)
             _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES, C, INTRA, BARRIER, STAMPS, SENT,
-                  DEADLINE_NS, TREE)
+                  DEADLINE_NS, TREE, NAP)
     else:
         ring = ()
         for j in tl.static_range(K):
@@ -325,7 +332,7 @@ def _walk_band(X, POS, VAL, ROW, D, RD, SP, STAMP, p, t0, LANES: tl.constexpr, C
                 if PF > 0:
                     _prefetch_step(POS, VAL, s + j + PF, LANES, C)
                 _step(X, POS, VAL, ROW, D, RD, STAMP, s + j, lane, c, ring[j], t0, LANES, C, INTRA, BARRIER,
-                      STAMPS, SENT, DEADLINE_NS, TREE)
+                      STAMPS, SENT, DEADLINE_NS, TREE, NAP)
                 # read after the step has used ring[j], so that the load can land in ring[j]'s
                 # registers: issued before, it would need its own, and the loop's back edge
                 # would copy it there, waiting for it (seen in the sm_90 SASS)
@@ -345,29 +352,29 @@ def _start(DEADLINE_NS: tl.constexpr):
 def _bands(X, POS, VAL, ROW, D, RD, SP, STAMP, P, G,
            LANES: tl.constexpr, C: tl.constexpr, K: tl.constexpr, PF: tl.constexpr, INTRA: tl.constexpr,
            BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr = 0,
-           TREE: tl.constexpr = 0):
+           TREE: tl.constexpr = 0, NAP: tl.constexpr = 0):
     """One kernel's bands: program g runs bands g, g + G, … (all G resident)."""
     t0 = _start(DEADLINE_NS)
     for p in range(tl.program_id(0), P, G):
         _walk_band(X, POS, VAL, ROW, D, RD, SP, STAMP, p, t0, LANES, C, K, PF, INTRA, BARRIER, STAMPS, SENT,
-                   DEADLINE_NS, TREE)
+                   DEADLINE_NS, TREE, NAP)
 
 
 @triton.jit
 def _pair_bands(X, POS1, VAL1, ROW1, D1, RD1, SP1, POS2, VAL2, ROW2, D2, RD2, SP2, STAMP, P1,
                 LANES: tl.constexpr, C1: tl.constexpr, K1: tl.constexpr, C2: tl.constexpr, K2: tl.constexpr,
                 PF: tl.constexpr, INTRA: tl.constexpr, BARRIER: tl.constexpr, SENT: tl.constexpr,
-                DEADLINE_NS: tl.constexpr = 0, TREE: tl.constexpr = 0):
+                DEADLINE_NS: tl.constexpr = 0, TREE: tl.constexpr = 0, NAP: tl.constexpr = 0):
     """Both kernels of a pair in one launch, one program a band, all resident: programs below P1
     run kernel 1's bands, the others kernel 2's (each kernel with its own record width and ring)."""
     t0 = _start(DEADLINE_NS)
     g = tl.program_id(0)
     if g < P1:
         _walk_band(X, POS1, VAL1, ROW1, D1, RD1, SP1, STAMP, g, t0, LANES, C1, K1, PF, INTRA, BARRIER, False,
-                   SENT, DEADLINE_NS, TREE)
+                   SENT, DEADLINE_NS, TREE, NAP)
     else:
         _walk_band(X, POS2, VAL2, ROW2, D2, RD2, SP2, STAMP, g - P1, t0, LANES, C2, K2, PF, INTRA, BARRIER, False,
-                   SENT, DEADLINE_NS, TREE)
+                   SENT, DEADLINE_NS, TREE, NAP)
 
 
 class Runner:
@@ -376,7 +383,7 @@ class Runner:
     the outputs (n each)."""
 
     def __init__(self, plans, device, K=None, PF=0, INTRA=0, BARRIER=1, programs=None, stamps=False, warps=None,
-                 deadline_ns=0, tree=0):
+                 deadline_ns=0, tree=0, nap=0):
         t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)
         self.plans, self.device = plans, device
         self.tables = []
@@ -393,7 +400,7 @@ class Runner:
         for plan, k in zip(plans, Ks):
             assert k == 0 or plan.K % k == 0
         lanes = plans[0].lanes
-        common = dict(PF=PF, INTRA=INTRA, BARRIER=BARRIER, SENT=SENT, DEADLINE_NS=deadline_ns, TREE=tree,
+        common = dict(PF=PF, INTRA=INTRA, BARRIER=BARRIER, SENT=SENT, DEADLINE_NS=deadline_ns, TREE=tree, NAP=nap,
                       num_warps=warps or max(1, lanes // 32))
         if len(plans) == 1:
             self.G = min(plans[0].P, programs or plans[0].P)
@@ -491,18 +498,24 @@ def sass(out, K="4", INTRA="0", PF="8", lanes="32", C="16", warps="1", deadline=
         f.write(sass.stdout)
 
 
-CASES = [  # matrix, size, band rows, lanes a step, variants (K, PF, INTRA, warps, TREE)
-    ("poisson3d27", 64, 4096, 32, [(k, pf, i, w, t) for w, t in ((1, 0), (1, 1), (4, 0)) for k in (0, 1, 2, 4)
-                                   for pf in (0, 8) for i in (0, 2)]),
-    ("poisson3d", 100, 10000, 128, [(k, pf, i, 4, 0) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)]),
-    ("poisson2d", 1000, 32000, 32, [(k, pf, i, w, 0) for w in (1, 4) for k in (0, 1, 2, 4) for pf in (0, 8)
-                                    for i in (0, 2)]),
+def _naps(variants):
+    """The variants as (K, PF, INTRA, warps, TREE, NAP), NAP 0, and again with NAP =
+    bands.BAND_NAP where K > 1, PF > 0 and INTRA = 0 (the package's own shape)."""
+    return [v + (0,) for v in variants] + [v + (BAND_NAP,) for v in variants if v[0] > 1 and v[1] and not v[2]]
+
+
+CASES = [  # matrix, size, band rows, lanes a step, variants (K, PF, INTRA, warps, TREE, NAP)
+    ("poisson3d27", 64, 4096, 32, _naps([(k, pf, i, w, t) for w, t in ((1, 0), (1, 1), (4, 0)) for k in (0, 1, 2, 4)
+                                         for pf in (0, 8) for i in (0, 2)])),
+    ("poisson3d", 100, 10000, 128, _naps([(k, pf, i, 4, 0) for k in (0, 1, 2, 4) for pf in (0, 8) for i in (0, 2)])),
+    ("poisson2d", 1000, 32000, 32, _naps([(k, pf, i, w, 0) for w in (1, 4) for k in (0, 1, 2, 4) for pf in (0, 8)
+                                          for i in (0, 2)])),
 ]
 
 
-PAIR_VARIANTS = {"poisson3d27": [(2, 8, 0, 1, 1), (2, 8, 0, 4, 0), (4, 8, 0, 1, 1)],
-                 "poisson3d": [(2, 8, 0, 4, 0), (4, 8, 0, 4, 0)],
-                 "poisson2d": [(2, 8, 0, 1, 0), (4, 8, 0, 1, 0), (2, 8, 0, 4, 0)]}
+PAIR_VARIANTS = {"poisson3d27": _naps([(2, 8, 0, 1, 1), (2, 8, 0, 4, 0), (4, 8, 0, 1, 1)]),
+                 "poisson3d": _naps([(2, 8, 0, 4, 0), (4, 8, 0, 4, 0)]),
+                 "poisson2d": _naps([(2, 8, 0, 1, 0), (4, 8, 0, 1, 0), (2, 8, 0, 4, 0)])}
 
 
 def _err(outs, refs):
@@ -558,11 +571,12 @@ def bench(out, what="solve"):
                 row = {"pair": pair, "bands": []}
                 plans = pair_plans(pair, mats, band_rows, lanes, 4)
                 row["model_us"] = {str(c): model_us(plans, c, 0.6) for c in (0.1, 0.2, 0.3)}
-                pv = PAIR_VARIANTS.get(name, [(0, 0, 0, 1, 0)]) if dev == "cuda" else [(0, 0, 0, 1, 0), (2, 0, 0, 1, 0)]
-                for K, PF, INTRA, warps, tree in pv:
-                    v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "TREE": tree}
+                pv = PAIR_VARIANTS[name] if dev == "cuda" else [(0, 0, 0, 1, 0, 0), (2, 0, 0, 1, 0, 0)]
+                for K, PF, INTRA, warps, tree, nap_ns in pv:
+                    v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "TREE": tree, "NAP": nap_ns}
                     try:
-                        r = Runner(plans, dev, K=K, PF=PF, INTRA=INTRA, warps=warps, tree=tree, deadline_ns=deadline)
+                        r = Runner(plans, dev, K=K, PF=PF, INTRA=INTRA, warps=warps, tree=tree, deadline_ns=deadline,
+                                   nap=nap_ns)
                         v["rel_err"] = _err(r(bt), refs)
                         v["ok"] = bool(v["rel_err"] < 1e-12)
                         if v["ok"]:
@@ -597,9 +611,10 @@ def bench(out, what="solve"):
         case.update({**plan.stats(), "model_us": {str(c): plan.model_us(c, 0.6) for c in (0.1, 0.2, 0.3, 0.4)},
                      "variants": []})
         runners = []
-        for K, PF, INTRA, warps, tree in variants:
-            r = Runner([plan], dev, K=K, PF=PF, INTRA=INTRA, warps=warps, tree=tree, deadline_ns=deadline)
-            v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "TREE": tree, "rel_err": _err(r(bt), [ref])}
+        for K, PF, INTRA, warps, tree, nap_ns in variants:
+            r = Runner([plan], dev, K=K, PF=PF, INTRA=INTRA, warps=warps, tree=tree, deadline_ns=deadline, nap=nap_ns)
+            v = {"K": K, "PF": PF, "INTRA": INTRA, "warps": warps, "TREE": tree, "NAP": nap_ns,
+                 "rel_err": _err(r(bt), [ref])}
             v["ok"] = bool(v["rel_err"] < 1e-12)
             case["variants"].append(v)
             if v["ok"]:
@@ -627,13 +642,13 @@ def bench(out, what="solve"):
         if runners and dev == "cuda":
             v, _ = min(runners, key=lambda t: t[0]["ms"])
             r = Runner([plan], dev, K=v["K"], PF=v["PF"], INTRA=v["INTRA"], warps=v["warps"], tree=v["TREE"],
-                       stamps=True, deadline_ns=deadline)
+                       stamps=True, deadline_ns=deadline, nap=v["NAP"])
             r(bt)
             torch.cuda.synchronize()
             st = r.STAMP[: plan.S].cpu().numpy().astype(np.float64) / 1e3      # µs
             SP = plan.SP
             per_step = np.concatenate([np.diff(st[SP[p]:SP[p + 1]]) for p in range(plan.P)])
-            case["stamped"] = {**{key: v[key] for key in ("K", "PF", "INTRA", "warps", "TREE")},
+            case["stamped"] = {**{key: v[key] for key in ("K", "PF", "INTRA", "warps", "TREE", "NAP")},
                                "step_us_median": float(np.median(per_step)),
                                "step_us_p10_p90": [float(np.percentile(per_step, q)) for q in (10, 90)],
                                "band_end_us": [float(st[SP[p + 1] - 1] - st[SP[0]]) for p in range(plan.P)],
@@ -647,7 +662,7 @@ def bench(out, what="solve"):
             case["best_us"], case["c_step_fit_us"] = best, (lo + hi) / 2
         print(name, {key: case[key] for key in case if key not in ("variants", "stamped")}, flush=True)
         if "stamped" in case:
-            keys = ("K", "PF", "INTRA", "warps", "TREE", "step_us_median", "step_us_p10_p90")
+            keys = ("K", "PF", "INTRA", "warps", "TREE", "NAP", "step_us_median", "step_us_p10_p90")
             print(name, "stamped", {key: case["stamped"][key] for key in keys}, flush=True)
         res["cases"].append(case)
         with open(out, "w") as f:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sparse-fusion calls a lent GPU owes, in the order to make them (one `run` each; about 30
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
-#   bash dev/sparse_fusion/gpu_next.sh band_solve    # ~5 min: the probe's 96 solve variants, c_step measured
+#   bash dev/sparse_fusion/gpu_next.sh band_solve    # ~5 min: the probe's 108 solve variants, c_step measured
 #   bash dev/sparse_fusion/gpu_next.sh tests         # ~5 min: the GPU test selection, then bands' own tests
 #   bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
 #                                                     # ~3 min: the table's rows, dataflow beside bands

@@ -39,6 +39,15 @@ persistent programs all run at once (a cooperative launch, G at most what the SM
 program g runs bands g, g + G, … in order: the lowest unfinished band waits on nothing
 unfinished, so every program finishes. The interpreter runs one program over every band.
 
+Every program starts at once, so a band whose operands come late — an SpMV band waiting for the
+solve, the upper solve's bands waiting for the lower one's last rows, any band waiting for the
+band before it — polls from the start of the launch: up to hundreds of programs, each reading
+every pending slot of its step through L2 again and again, beside the few that work. So a poll
+that found a sentinel SPINS times in a row sleeps BAND_NAP ns before the next (GPU only): a
+short wait, the kind on a critical path, costs no sleep, and a long one polls a few times a
+microsecond instead of continuously (a guess at the traffic, not measured: the probe times
+both).
+
 How a pattern is cut (band_shape): β = the most frequent offset |i − j| among the far ones (at
 least half the largest): on a grid in natural order, its line or its plane, so that bands start
 where lines or planes do — a band of the 27-point grid cut at its largest offset (a plane, a line
@@ -60,13 +69,15 @@ from tiers import sparse_dags as dags
 from tiers.kernels.sparse_fusion_executors.launch import _props, _slots_from, resident_per_sm
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
-from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS
+from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, nap
 from tiers.validation import interpreting
 
 PAIRS = ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv")
 RING = 2            # K: steps ahead that a band reads its other bands' operands (not yet measured)
 PREFETCH = 8        # PF: steps ahead that a band asks L1 for its tables (GPU only; not yet measured)
 SPMV_SPLIT = 8      # an SpMV's bands are this many times shorter than its solve's
+BAND_NAP = 256      # ns a poll sleeps before the next once SPINS polls in a row found a sentinel (GPU only)
+SPINS = tl.constexpr(8)
 MAX_SLOTS = 64      # a row's record, held in registers, has at most this many slots
 LANE_RANGE = (32, 128)
 OWN, APART = 1, 2   # a slot's kind (0: padding, coefficient 0)
@@ -290,10 +301,16 @@ def _look_apart(X, WORD, s, lane, c, LANES: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
-def _await(x, X, pos, m, SENT: tl.constexpr):
-    """x (bits) read from X[pos] over the mask m, read again through L2 where it holds the sentinel."""
+def _await(x, X, pos, m, SENT: tl.constexpr, NAP: tl.constexpr):
+    """x (bits) read from X[pos] over the mask m, read again through L2 where it holds the
+    sentinel; after SPINS polls in a row, with a sleep of NAP ns before each next one (GPU only)."""
     w = m & (x == SENT)
+    polls = 0
     while tl.max(tl.max(w.to(tl.int32), 1), 0) != 0:
+        if NAP > 0:
+            if polls >= SPINS:
+                nap(NAP)
+            polls += 1
         x = tl.where(w, tl.load(X + pos, mask=w, other=0, volatile=True), x)
         w = m & (x == SENT)
     return x
@@ -319,7 +336,7 @@ def _divided(r, d, rd):
 
 @triton.jit
 def _step(X, WORD, VAL, ROW, D, RD, s, lane, c, xa, LANES: tl.constexpr, C: tl.constexpr, PF: tl.constexpr,
-          SENT: tl.constexpr):
+          SENT: tl.constexpr, NAP: tl.constexpr):
     """Step s: every lane's row from its record, its APART operands xa read earlier; then a
     barrier, after which the band's next step reads what this one stored."""
     if PF > 0:      # the tables of step s + PF into L1, one ask per 128-byte line
@@ -327,7 +344,7 @@ def _step(X, WORD, VAL, ROW, D, RD, s, lane, c, xa, LANES: tl.constexpr, C: tl.c
         _ask_l1(VAL + (s + PF) * C * LANES + tl.arange(0, C * LANES // 16) * 16)
     pos, kind, a, row, d, rd = _record(WORD, VAL, ROW, D, RD, s, lane, c, LANES, C)
     own = kind == _OWN
-    x = _await(tl.where(own, tl.load(X + pos, mask=own, other=0), xa), X, pos, own | (kind == _APART), SENT)
+    x = _await(tl.where(own, tl.load(X + pos, mask=own, other=0), xa), X, pos, own | (kind == _APART), SENT, NAP)
     q = _divided(tl.sum(a * x.to(a.dtype, bitcast=True), 1), d, rd)
     tl.store(X + row, q.to(X.dtype.element_ty, bitcast=True), mask=row >= 0)
     tl.debug_barrier()
@@ -343,20 +360,20 @@ def _band_span(SP, p, LANES: tl.constexpr, C: tl.constexpr):
 
 @triton.jit
 def _walk_band(X, WORD, VAL, ROW, D, RD, SP, p, LANES: tl.constexpr, C: tl.constexpr, K: tl.constexpr,
-               PF: tl.constexpr, SENT: tl.constexpr):
+               PF: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
     """Band p's steps in order, the APART operands of step s + K read at step s (K = 0: at step s)."""
     lane, c, s0, s1 = _band_span(SP, p, LANES, C)
     if K == 0:
         for s in range(s0, s1):
             _step(X, WORD, VAL, ROW, D, RD, s, lane, c, _look_apart(X, WORD, s, lane, c, LANES, C), LANES, C, PF,
-                  SENT)
+                  SENT, NAP)
     else:
         ring = ()
         for j in tl.static_range(K):
             ring = ring + (_look_apart(X, WORD, s0 + j, lane, c, LANES, C),)
         for s in range(s0, s1, K):
             for j in tl.static_range(K):
-                _step(X, WORD, VAL, ROW, D, RD, s + j, lane, c, ring[j], LANES, C, PF, SENT)
+                _step(X, WORD, VAL, ROW, D, RD, s + j, lane, c, ring[j], LANES, C, PF, SENT, NAP)
                 # read after the step has used ring[j], so that the load lands in ring[j]'s own
                 # registers: issued before, the loop's back edge copied it there, waiting for it
                 # (the sm_90 SASS), and the ring was one step deep whatever K
@@ -367,14 +384,14 @@ def _walk_band(X, WORD, VAL, ROW, D, RD, SP, p, LANES: tl.constexpr, C: tl.const
 @triton.jit
 def _bands(X, WORD1, VAL1, ROW1, D1, RD1, SP1, WORD2, VAL2, ROW2, D2, RD2, SP2, P1, P, G,
            LANES: tl.constexpr, C1: tl.constexpr, K1: tl.constexpr, C2: tl.constexpr, K2: tl.constexpr,
-           PF: tl.constexpr, SENT: tl.constexpr):
+           PF: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
     """Both kernels' bands: program g runs bands g, g + G, … of P (kernel 1's below P1, then kernel
     2's), all G programs resident."""
     for b in range(tl.program_id(0), P, G):
         if b < P1:
-            _walk_band(X, WORD1, VAL1, ROW1, D1, RD1, SP1, b, LANES, C1, K1, PF, SENT)
+            _walk_band(X, WORD1, VAL1, ROW1, D1, RD1, SP1, b, LANES, C1, K1, PF, SENT, NAP)
         else:
-            _walk_band(X, WORD2, VAL2, ROW2, D2, RD2, SP2, b - P1, LANES, C2, K2, PF, SENT)
+            _walk_band(X, WORD2, VAL2, ROW2, D2, RD2, SP2, b - P1, LANES, C2, K2, PF, SENT, NAP)
 
 
 # --------------------------------------------------------------------------------------------- launch
@@ -399,8 +416,8 @@ def run_bands(dev: DeviceBands, vector: torch.Tensor, cache: dict) -> tuple:
     n = dev.n
     X = _slots_from(vector, 3 * n).view(SENTINEL_BITS[vector.dtype])
     (C1, K1), (C2, K2) = dev.metas
-    PF = 0 if interpreting() else PREFETCH
-    meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=PF, SENT=SENTINEL[vector.dtype],
+    PF, NAP = (0, 0) if interpreting() else (PREFETCH, BAND_NAP)
+    meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=PF, SENT=SENTINEL[vector.dtype], NAP=NAP,
                 num_warps=max(1, dev.lanes // 32))
     P1, P = dev.P[0], sum(dev.P)
     args = (X, *dev.tables[0], *dev.tables[1], P1, P, 1)
