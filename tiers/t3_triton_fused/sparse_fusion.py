@@ -190,9 +190,9 @@ The kernels, and what the sync-free ones share, are in tiers/kernels/sparse_fusi
 module each: launch (programs per SM, claimed launches, the ticket counter, the sentinel's slots,
 PDL), tickets (the orders and blocks), levels, syncfree (the flag executor's kernel, which also
 runs the factor pairs with the values as flags), records (the dataflow kernel and its records),
-flat (the flat records), chains (chains and segments) and bands. This module holds what chooses between
-them — the executor, the shape of its blocks and records, measured per pattern — and `prepare`,
-which builds their plans once and returns the call.
+flat (the flat records), chains (chains and segments) and bands. This module holds what chooses
+between them — the executor, the shape of its blocks and records, measured per pattern — and
+`prepare`, which builds their plans once and returns the call.
 
 The pair functions keep the signature every tier shares and let executor_rule (LEVELS_UP_TO)
 choose; `prepare(..., executor=...)` chooses explicitly. `prepare` does the per-matrix work once —
@@ -210,6 +210,8 @@ from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
+from tiers.kernels.sparse_fusion_executors.bands import (PREFETCH, RING, band_plan, device_bands, pair_values,
+                                                         run_bands)
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
 from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
@@ -220,7 +222,6 @@ from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BIT
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
-from tiers.kernels.sparse_fusion_executors.bands import PREFETCH, band_plan, device_bands, pair_values, run_bands
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
 from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks, ticket_cut
 from tiers.kernels.sparse_rows import CHUNK
@@ -1453,7 +1454,7 @@ class Prepared:
                                         lambda: _segment_plan(schedule, problem.matrices, self.tables, block_rows,
                                                               chain_steps, device))
         elif executor == "bands":     # its own cut of the matrices, the schedule's order unused
-            self.plan = schedule.cached(("t3_bands",), lambda: band_plan(problem.pair, problem.matrices))
+            self.plan = schedule.cached(("t3_bands", RING), lambda: band_plan(problem.pair, problem.matrices, RING))
             self.bands = device_bands(self.plan, pair_values(problem.matrices, dtype, device), PREFETCH)
             self.band_launch = {}
         elif executor == "dataflow" and not self.tables.factor:
