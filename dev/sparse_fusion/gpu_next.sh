@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # The sparse-fusion calls a lent GPU owes, in the order to make them (one `run` each; about 30
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
-#   bash dev/sparse_fusion/gpu_next.sh band_solve    # ~5 min: the probe's 108 solve variants, c_step measured
-#   bash dev/sparse_fusion/gpu_next.sh tests         # ~5 min: the GPU test selection, then bands' own tests
-#   bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
-#                                                     # ~3 min: the table's rows, dataflow beside bands
-#   bash dev/sparse_fusion/gpu_next.sh cli poisson3d sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv
-#   bash dev/sparse_fusion/gpu_next.sh cli poisson2d  (all pairs: its rows are cfee61f's)
-#   bash dev/sparse_fusion/gpu_next.sh band_pairs    # the probe's pair variants (K, warps) beside t3
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli powerlaw   (~5.5 min; the t2 column with
-#                                                     kept launches; its hub rows are too long for bands)
-#   then cli poisson3d and poisson3d27 with the factor pairs, for the t2 column too.
+# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests, cli poisson3d27 (vector
+# pairs, with bands), cli poisson2d (vector pairs), cli powerlaw. Still owed:
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
+#                                                     column with kept launches)
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson2d spilu0_sptrsv,spic0_sptrsv
+#   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
+#   bash dev/sparse_fusion/gpu_next.sh tests         # again after any kernel change
 # Each command has a timeout below the call's 600 s, so that a kernel that never ends (the bands
 # executor has not run on a GPU yet) costs that step, not the session.
 # The bands executor (tiers/kernels/sparse_fusion_executors/bands.py) runs only the vector pairs;

@@ -175,9 +175,10 @@ SpMV rows, so wider pieces leave fewer programs resident. executor=None never pi
 executor="bands" (the vector pairs, since 2026-12-05): each kernel's rows cut into bands of
 consecutive rows, one program a band walking the band's own levels with a barrier between
 them, so that only the dependences between bands cross SMs (bands.py's docstring). It ignores
-the schedule's order: the cut comes from the matrices' offsets. Compiled for sm_90 (no spills)
-and tested in the interpreter, not yet timed on a GPU (docs/sparse_fusion_log.md models where
-it would win); executor=None never picks it.
+the schedule's order: the cut comes from the matrices' offsets. Measured on the H200
+(2026-12-05, docs/sparse_fusion_log.md): a step inside a program cost 1.0–2.75 µs, more than a
+hop, and the 27-point vector pairs took 3.6–4.3× the dataflow executor's time; executor=None
+never picks it.
 
 Tried, not kept (2026-11-26, figures/data/chain_bundles_probe_sparse_fusion_*, docs/sparse_fusion_log.md): one
 program walking K chains side by side, level by level, with the last steps' outputs in registers

@@ -14,6 +14,11 @@ and only the edges between bands cross SMs. The critical path then costs about
 
 which beats levels · hop where a step inside a program, c_step, costs well below a hop.
 
+Measured, it does not (NVIDIA H200, 2026-12-05, docs/sparse_fusion_log.md): stamped, a step took
+1.0–2.75 µs, more than the hop it replaces, and the 27-point grid's vector pairs took 3.6–4.3×
+the dataflow executor's time. So executor=None never picks it; it stays as a second way to cut
+the work — by rows rather than by levels — which is right, tested, and slower.
+
 A step is at most LANES rows of one level of the band's own DAG, one row a thread; a row is a
 record of C slots (position, coefficient), its entries and, for a solve, its right-hand side:
 
@@ -45,8 +50,8 @@ band before it — polls from the start of the launch: up to hundreds of program
 every pending slot of its step through L2 again and again, beside the few that work. So a poll
 that found a sentinel SPINS times in a row sleeps BAND_NAP ns before the next (GPU only): a
 short wait, the kind on a critical path, costs no sleep, and a long one polls a few times a
-microsecond instead of continuously (a guess at the traffic, not measured: the probe times
-both).
+microsecond instead of continuously (on the H200 it changed nothing beyond the noise, -0.7 to
++1.2 %: docs/sparse_fusion_log.md).
 
 How a pattern is cut (band_shape): β = the most frequent offset |i − j| among the far ones (at
 least half the largest): on a grid in natural order, its line or its plane, so that bands start
@@ -73,8 +78,8 @@ from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, nap
 from tiers.validation import interpreting
 
 PAIRS = ("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv")
-RING = 2            # K: steps ahead that a band reads its other bands' operands (not yet measured)
-PREFETCH = 8        # PF: steps ahead that a band asks L1 for its tables (GPU only; not yet measured)
+RING = 2            # K: steps ahead a band reads other bands' operands (H200: K = 0 or 1 fastest, 2 up to 35 % slower)
+PREFETCH = 8        # PF: steps ahead that a band asks L1 for its tables (GPU only; H200: 4 % slower to 18 % faster)
 SPMV_SPLIT = 8      # an SpMV's bands are this many times shorter than its solve's
 BAND_NAP = 256      # ns a poll sleeps before the next once SPINS polls in a row found a sentinel (GPU only)
 SPINS = tl.constexpr(8)
