@@ -50,8 +50,8 @@ band before it — polls from the start of the launch: up to hundreds of program
 every pending slot of its step through L2 again and again, beside the few that work. So a poll
 that found a sentinel SPINS times in a row sleeps BAND_NAP ns before the next (GPU only): a
 short wait, the kind on a critical path, costs no sleep, and a long one polls a few times a
-microsecond instead of continuously (on the H200 it changed nothing beyond the noise, -0.7 to
-+1.2 %: docs/sparse_fusion_log.md).
+microsecond instead of continuously (on the H200 it changed the probe's times by -1.2 to +2.4 %,
+no consistent gain: docs/sparse_fusion_log.md).
 
 How a pattern is cut (band_shape): β = the most frequent offset |i − j| among the far ones (at
 least half the largest): on a grid in natural order, its line or its plane, so that bands start
