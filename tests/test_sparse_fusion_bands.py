@@ -11,40 +11,25 @@ from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
 from tests.test_sparse_fusion import matrix, operands
-from tiers import registry
+from tests.test_sparse_fusion_executors import _check, _reference
 from tiers import sparse_dags as sd
 from tiers import sparse_matrices as sm
 from tiers.kernels.sparse_fusion_executors import bands
 from tiers.t3_triton_fused import sparse_fusion as t3
-from tiers.tolerances import assert_close
 
 DTYPES = ("float64", "float32")
 
 
-def _reference(pair, mats, b, dtype):
-    """t0 in float64 on the inputs rounded to dtype."""
-    rounded = []
-    for M in mats:
-        R = sd.csr(M)
-        R.data = R.data.astype(dtype).astype(np.float64)
-        rounded.append(R)
-    return registry.get("sparse_fusion", "t0_numpy", pair)(*rounded, b.astype(dtype).astype(np.float64))
-
-
 def _run(pair, mats, b, dtype, K, shape):
-    """The pair by bands.band_plan's bands (shape: (rows a band, LANES) or the rule's)."""
+    """The pair by bands.band_plan's bands (shape: (rows a band, LANES) or the rule's): a prepared
+    call whose plan is swapped for that one."""
     mats = [sd.csr(M) for M in mats]
-    plan = bands.band_plan(pair, mats, K=K, shape=shape)
-    dt = getattr(torch, dtype)
-    dev = bands.device_bands(plan, bands.pair_values(mats, dt, DEVICE), bands.PREFETCH)
-    return plan, bands.run_bands(dev, torch.tensor(b, dtype=dt, device=DEVICE), {})
-
-
-def _compare(out, ref, dtype, what):
-    assert len(out) == 2
-    for k, (o, r) in enumerate(zip(out, ref)):
-        assert o.dtype == getattr(torch, dtype) and o.device.type == DEVICE
-        assert_close(o.double().cpu().numpy(), np.asarray(r), dtype, f"{what} result {k}")
+    v = torch.tensor(b, dtype=getattr(torch, dtype), device=DEVICE)
+    run = t3.prepare(pair, *mats, like=v, executor="bands")
+    run.plan = plan = bands.band_plan(pair, mats, K=K, shape=shape)
+    run.bands = bands.device_bands(plan, bands.pair_values(mats, v.dtype, DEVICE), bands.PREFETCH)
+    run.num_warps = bands.band_warps(plan.lanes)
+    return plan, run(v)
 
 
 def _ordered(plan):
@@ -66,7 +51,7 @@ def _ordered(plan):
     for p in plan.kernels:
         word = p.word.reshape(p.steps, p.C, lanes)
         step_band = offset + np.repeat(np.arange(p.P), np.diff(p.SP))
-        kind, pos = word >> bands.KIND_SHIFT, word & ((1 << bands.KIND_SHIFT) - 1)
+        kind, pos = bands.slot_words(word)
         reader = np.broadcast_to(step_band[:, None, None], word.shape)
         apart = kind == bands.APART
         assert (pos[apart] >= n).all() and (band_of[pos[apart]] < reader[apart]).all()
@@ -85,7 +70,8 @@ def test_bands_match_t0(gen, size, pair, dtype):
     b = np.random.default_rng(size).standard_normal(mats[0].shape[0])
     v = torch.tensor(b, dtype=getattr(torch, dtype), device=DEVICE)
     run = t3.prepare(pair, *mats, like=v, executor="bands")
-    _compare(run(v), _reference(pair, mats, b, dtype), dtype, f"bands {pair} {gen}")
+    _check(run(v), _reference(pair, mats, b, dtype, ("bands", gen, size, pair, dtype)), pair, mats, dtype,
+           f"bands {pair} {gen}")
 
 
 @pytest.mark.parametrize("K", [0, 1, 2, 4])
@@ -99,7 +85,8 @@ def test_many_bands_every_ring(pair, K):
     assert plan.kernels[0].P + plan.kernels[1].P > 2
     assert sum(p.edges_apart for p in plan.kernels) > 0
     _ordered(plan)
-    _compare(out, _reference(pair, mats, b, "float64"), "float64", f"{pair} K={K}")
+    _check(out, _reference(pair, mats, b, "float64", ("bands lines", pair, K)), pair, mats, "float64",
+           f"{pair} K={K}")
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -113,7 +100,8 @@ def test_bands_property(gen, size, seed, pair, rows, lanes, K, dtype):
     _ordered(plan)
     for p in plan.kernels:
         assert p.K == 0 or (np.diff(p.SP) % p.K == 0).all()
-    _compare(out, _reference(pair, mats, b, dtype), dtype, f"{pair} {gen} {size} rows={rows} K={K}")
+    _check(out, _reference(pair, mats, b, dtype, ("bands property", gen, size, seed, pair, dtype)), pair, mats,
+           dtype, f"{pair} {gen} {size} rows={rows} K={K}")
 
 
 @pytest.mark.parametrize("A, rows, lanes", [
@@ -149,6 +137,9 @@ def test_bands_errors():
     with pytest.raises(ValueError, match=f"at most {bands.MAX_SLOTS}"):
         t3.prepare("sptrsv_spmv", star, star, like=torch.ones(80, dtype=torch.float64, device=DEVICE),
                    executor="bands")
+    with pytest.raises(ValueError, match="the bands executor's programs stride over the bands; it needs "
+                                         "programs_per_sm > 0"):
+        t3.prepare("sptrsv_spmv", sd.csr(sp.tril(A)), A, like=v, executor="bands", programs_per_sm=0)
     run = t3.prepare("sptrsv_spmv", sd.csr(sp.tril(A)), A, like=v, executor="bands")
     with pytest.raises(ValueError, match="prepared for"):
         run(v.float())

@@ -509,7 +509,7 @@ def draw_bands(plan, nx, kernel=0, ax=None, title=None):
     import numpy as np
     from matplotlib.collections import LineCollection
 
-    from tiers.kernels.sparse_fusion_executors.bands import APART, KIND_SHIFT, OWN
+    from tiers.kernels.sparse_fusion_executors.bands import APART, OWN, slot_words
 
     p, n, lanes = plan.kernels[kernel], plan.n, plan.lanes
     at = n * (kernel + 1)                                  # X = [input | out₁ | out₂]
@@ -526,7 +526,7 @@ def draw_bands(plan, nx, kernel=0, ax=None, title=None):
         ax = plt.subplots(figsize=(min(12, 1 + 0.42 * nx), min(9, 1 + 0.42 * ny)))[1]
     word = p.word.reshape(p.steps, p.C, lanes)
     reader = np.broadcast_to(rows[:, None, :], word.shape)
-    kind, pos = word >> KIND_SHIFT, word & ((1 << KIND_SHIFT) - 1)
+    kind, pos = slot_words(word)
     for k, color, lw in ((OWN, "#b0b0b0", 0.7), (APART, "#d62728", 1.1)):
         m = (kind == k) & (pos >= at) & (pos < at + n) & (reader >= 0)
         u, v = pos[m] - at, reader[m] - at

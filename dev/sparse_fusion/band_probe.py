@@ -56,22 +56,17 @@ import triton.language as tl
 from tiers import sparse_dags as dags
 from tiers import validation
 from tiers.bench.sparse_fusion import make_matrix
-from tiers.kernels.sparse_fusion_executors.bands import (APART, BAND_NAP, KIND_SHIFT, OWN, SPINS, _APART, _OWN,
-                                                         _POSITION, _SHIFT, _band_span, _divided, _record)
+from tiers.kernels.sparse_fusion_executors.bands import (APART, BAND_NAP, KIND_SHIFT, OWN, _APART, _OWN, _await,
+                                                         _band_span, _clock, _divided, _look_apart, _record)
 from tiers.kernels.sparse_fusion_executors.launch import SENTINEL
-from tiers.kernels.sparse_rows import nap
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 
 SENT = SENTINEL[torch.float64]   # t3's float64 sentinel bits: every output starts as it
-ONE = 0x3FF0000000000000         # 1.0's bits
 
 
 # --------------------------------------------------------------------------------------------- plan
 
-# a slot's kind (OWN, APART; 0: padding, coefficient 0) and its word (column | kind << KIND_SHIFT),
-# as the package's executor stores them
-_COLUMN = _POSITION
 
 
 class Plan:
@@ -246,40 +241,6 @@ def _prefetch_step(POS, VAL, s, LANES: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
-def _clock():
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
-def _look_apart(X, POS, s, lane, c, LANES: tl.constexpr, C: tl.constexpr, ONE: tl.constexpr = ONE):
-    """Step s's operands from other bands, read once (volatile), not waited for; 1.0 in every
-    other slot (the right-hand side's factor; the padding's values are 0)."""
-    w = tl.load(POS + (s * C + c) * LANES + lane)
-    return tl.load(X + (w & _COLUMN), mask=(w >> _SHIFT) == _APART, other=ONE, volatile=True)
-
-
-@triton.jit
-def _await(x, X, pos, m, t0, SENT: tl.constexpr, DEADLINE_NS: tl.constexpr, NAP: tl.constexpr = 0):
-    """x (bits) read from X[pos] over m, read again through L2 where it holds the sentinel; with
-    DEADLINE_NS > 0 (GPU only) no longer once the kernel has run that long since t0: a plan bug
-    then leaves sentinels in the result, which the check reports, instead of a kernel that never
-    ends. NAP > 0 (GPU only): after SPINS polls in a row, a sleep of NAP ns before each next
-    one, as the package's bands do (bands.BAND_NAP)."""
-    w = m & (x == SENT)
-    polls = 0
-    while tl.max(tl.max(w.to(tl.int32), 1), 0) != 0:
-        if NAP > 0:
-            if polls >= SPINS:
-                nap(NAP)
-            polls += 1
-        x = tl.where(w, tl.load(X + pos, mask=w, other=0, volatile=True), x)
-        w = m & (x == SENT)
-        if DEADLINE_NS > 0:
-            w = w & (_clock() - t0 < DEADLINE_NS)
-    return x
-
-
-@triton.jit
 def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexpr, C: tl.constexpr,
           INTRA: tl.constexpr, BARRIER: tl.constexpr, STAMPS: tl.constexpr, SENT: tl.constexpr,
           DEADLINE_NS: tl.constexpr, TREE: tl.constexpr, NAP: tl.constexpr):
@@ -293,7 +254,7 @@ def _step(X, POS, VAL, ROW, D, RD, STAMP, s, lane, c, xa, t0, LANES: tl.constexp
         xo = tl.load(X + pos, mask=own, other=0, cache_modifier=".cg")
     else:
         xo = tl.load(X + pos, mask=own, other=0, volatile=True)
-    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == _APART), t0, SENT, DEADLINE_NS, NAP)
+    xb = _await(tl.where(own, xo, xa), X, pos, own | (kind == _APART), SENT, NAP, t0, DEADLINE_NS)
     xb = xb.to(tl.float64, bitcast=True)
     if TREE and C >= 8:
         # the row's products summed as 4 interleaved chains, then across them: a shorter chain

@@ -31,9 +31,9 @@ def main(out, cases=DEFAULT):
         dev = bands.device_bands(plan, bands.pair_values(mats, dtype, "cpu"), bands.PREFETCH)
         (C1, K1), (C2, K2) = dev.metas
         X = torch.empty(3, dtype=bands.SENTINEL_BITS[dtype])
-        meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=bands.PREFETCH, SENT=SENTINEL[dtype], NAP=bands.BAND_NAP,
-                    num_warps=max(1, dev.lanes // 32))
-        k = compile_sm90(bands._bands, (X, *dev.tables[0], *dev.tables[1], 1, 2, 3), meta)
+        meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=bands.PREFETCH, SENT=SENTINEL[dtype], SLEEP=bands.BAND_NAP,
+                    num_warps=bands.band_warps(dev.lanes))
+        k = compile_sm90(bands._bands, (X, *dev.tables[0], *dev.tables[1], 1, 2), meta)
         path = os.path.join(out, f"bands_{name}_{pair}_{str(dtype)[6:]}")
         regs, sass = usage(k, path + ".cubin")
         print(case, {k: v for k, v in meta.items() if k != "SENT"}, "bands", dev.P, regs, "SASS", sass, flush=True)

@@ -211,8 +211,8 @@ from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_fusion_executors.bands import (PREFETCH, RING, band_plan, device_bands, pair_values,
-                                                         run_bands)
+from tiers.kernels.sparse_fusion_executors.bands import (PREFETCH, RING, band_plan, band_warps, device_bands,
+                                                         pair_values, run_bands)
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
 from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
@@ -1457,7 +1457,7 @@ class Prepared:
         elif executor == "bands":     # its own cut of the matrices, the schedule's order unused
             self.plan = schedule.cached(("t3_bands", RING), lambda: band_plan(problem.pair, problem.matrices, RING))
             self.bands = device_bands(self.plan, pair_values(problem.matrices, dtype, device), PREFETCH)
-            self.band_launch = {}
+            self.claim, self.num_warps = "stride", band_warps(self.plan.lanes)    # what launch.claimed reads
         elif executor == "dataflow" and not self.tables.factor:
             self.record_shape = shape = record_shape(self.tables)
             self.flat = reads_flat(shape, claim)
@@ -1531,7 +1531,7 @@ class Prepared:
             return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
         if self.executor == "bands":
             rows.check_vector(self.tables, vector, self.values)
-            return run_bands(self.bands, vector, self.band_launch)
+            return run_bands(self, vector)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
@@ -1603,6 +1603,8 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
         raise ValueError(f"lean must be True, False or None, got {lean!r}")
     if claim == "stride" and programs_per_sm == 0:
         raise ValueError("claim='stride' strides persistent programs over the blocks; it needs programs_per_sm > 0")
+    if executor == "bands" and programs_per_sm == 0:
+        raise ValueError("the bands executor's programs stride over the bands; it needs programs_per_sm > 0")
     if executor == "segments" and chain_steps is not None and chain_steps > SEG_MAX:
         raise ValueError(f"chain_steps of the segments executor must be at most {SEG_MAX} (the lanes of one "
                          f"program), got {chain_steps}")

@@ -71,7 +71,7 @@ import triton
 import triton.language as tl
 
 from tiers import sparse_dags as dags
-from tiers.kernels.sparse_fusion_executors.launch import _props, _slots_from, resident_per_sm
+from tiers.kernels.sparse_fusion_executors.launch import _launch_claimed, _slots_from
 from tiers.kernels.sparse_fusion_executors.records import _ask_l1
 from tiers.kernels.sparse_fusion_executors.tickets import cut_blocks
 from tiers.kernels.sparse_rows import SENTINEL, SENTINEL_BITS, nap
@@ -220,6 +220,11 @@ def kernel_plan(r: Rows, out_at, outputs, band, lanes, K) -> KernelPlan:
     return KernelPlan(word, src, sign, row, dsrc, SP, C, K, P, S, int(own.sum()), int(apart.sum()))
 
 
+def slot_words(word) -> tuple:
+    """(kind, position) of a plan's slot words (KernelPlan.word), on the host."""
+    return word >> KIND_SHIFT, word & ((1 << KIND_SHIFT) - 1)
+
+
 class BandPlan(NamedTuple):
     """A vector pair's two kernels as bands over X = [input | out₁ | out₂] (band_plan)."""
     kernels: tuple
@@ -306,9 +311,18 @@ def _look_apart(X, WORD, s, lane, c, LANES: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
-def _await(x, X, pos, m, SENT: tl.constexpr, NAP: tl.constexpr):
+def _clock():
+    """The GPU's %globaltimer, ns."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _await(x, X, pos, m, SENT: tl.constexpr, NAP: tl.constexpr, t0=0, DEADLINE_NS: tl.constexpr = 0):
     """x (bits) read from X[pos] over the mask m, read again through L2 where it holds the
-    sentinel; after SPINS polls in a row, with a sleep of NAP ns before each next one (GPU only)."""
+    sentinel; after SPINS polls in a row, with a sleep of NAP ns before each next one (GPU only).
+    DEADLINE_NS > 0 (GPU only; dev/sparse_fusion/band_probe.py's guard): no longer once
+    DEADLINE_NS have passed since t0 (_clock), so that a plan bug leaves sentinels in the result
+    instead of a kernel that never ends."""
     w = m & (x == SENT)
     polls = 0
     while tl.max(tl.max(w.to(tl.int32), 1), 0) != 0:
@@ -318,6 +332,8 @@ def _await(x, X, pos, m, SENT: tl.constexpr, NAP: tl.constexpr):
             polls += 1
         x = tl.where(w, tl.load(X + pos, mask=w, other=0, volatile=True), x)
         w = m & (x == SENT)
+        if DEADLINE_NS > 0:
+            w = w & (_clock() - t0 < DEADLINE_NS)
     return x
 
 
@@ -387,47 +403,37 @@ def _walk_band(X, WORD, VAL, ROW, D, RD, SP, p, LANES: tl.constexpr, C: tl.const
 
 
 @triton.jit
-def _bands(X, WORD1, VAL1, ROW1, D1, RD1, SP1, WORD2, VAL2, ROW2, D2, RD2, SP2, P1, P, G,
+def _bands(X, WORD1, VAL1, ROW1, D1, RD1, SP1, WORD2, VAL2, ROW2, D2, RD2, SP2, P1, P,
            LANES: tl.constexpr, C1: tl.constexpr, K1: tl.constexpr, C2: tl.constexpr, K2: tl.constexpr,
-           PF: tl.constexpr, SENT: tl.constexpr, NAP: tl.constexpr):
-    """Both kernels' bands: program g runs bands g, g + G, … of P (kernel 1's below P1, then kernel
-    2's), all G programs resident."""
-    for b in range(tl.program_id(0), P, G):
+           PF: tl.constexpr, SENT: tl.constexpr, SLEEP: tl.constexpr):
+    """Both kernels' bands: program g of G runs bands g, g + G, … of P (kernel 1's below P1, then
+    kernel 2's), all G programs resident."""
+    for b in range(tl.program_id(0), P, tl.num_programs(0)):
         if b < P1:
-            _walk_band(X, WORD1, VAL1, ROW1, D1, RD1, SP1, b, LANES, C1, K1, PF, SENT, NAP)
+            _walk_band(X, WORD1, VAL1, ROW1, D1, RD1, SP1, b, LANES, C1, K1, PF, SENT, SLEEP)
         else:
-            _walk_band(X, WORD2, VAL2, ROW2, D2, RD2, SP2, b - P1, LANES, C2, K2, PF, SENT, NAP)
+            _walk_band(X, WORD2, VAL2, ROW2, D2, RD2, SP2, b - P1, LANES, C2, K2, PF, SENT, SLEEP)
 
 
 # --------------------------------------------------------------------------------------------- launch
 
-def _grid(dev: DeviceBands, args, meta, cache) -> int:
-    """Programs to launch: one in the interpreter (it runs programs one after another), else every
-    band or as many as the SMs hold of the compiled kernel (found once, kept in `cache`)."""
-    total = sum(dev.P)
-    if interpreting():
-        return 1
-    if "resident" not in cache:     # compiled with G = P, as launched where every band gets a program
-        compiled = _bands.warmup(*args[:-1], total, grid=(1,), **meta, launch_cooperative_grid=True)
-        compiled._init_handles()
-        cache["resident"] = resident_per_sm(compiled.n_regs, compiled.metadata.shared, meta["num_warps"],
-                                            _props(args[0].device))
-    return max(1, min(total, cache["resident"] * _props(args[0].device).multi_processor_count))
-
-
-def run_bands(dev: DeviceBands, vector: torch.Tensor, cache: dict) -> tuple:
+def run_bands(run, vector: torch.Tensor) -> tuple:
     """The pair's two output vectors for `vector` (checked by the caller): X = [input | sentinel
-    (2n)], one launch, the outputs as views of X."""
+    (2n)], one launch, the outputs as views of X. `run` (t3's Prepared) holds the tables
+    (run.bands: DeviceBands) and what launch.claimed takes: striding programs, as many as the SMs
+    hold of the compiled kernel (a cooperative launch; one program in the interpreter)."""
+    dev = run.bands
     n = dev.n
     X = _slots_from(vector, 3 * n).view(SENTINEL_BITS[vector.dtype])
     (C1, K1), (C2, K2) = dev.metas
-    PF, NAP = (0, 0) if interpreting() else (PREFETCH, BAND_NAP)
-    meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=PF, SENT=SENTINEL[vector.dtype], NAP=NAP,
-                num_warps=max(1, dev.lanes // 32))
-    P1, P = dev.P[0], sum(dev.P)
-    args = (X, *dev.tables[0], *dev.tables[1], P1, P, 1)
-    G = _grid(dev, args, meta, cache)
-    _bands[(G,)](X, *dev.tables[0], *dev.tables[1], P1, P, G, **meta,
-                 **({} if interpreting() else {"launch_cooperative_grid": True}))
+    PF, SLEEP = (0, 0) if interpreting() else (PREFETCH, BAND_NAP)
+    meta = dict(LANES=dev.lanes, C1=C1, K1=K1, C2=C2, K2=K2, PF=PF, SENT=SENTINEL[vector.dtype], SLEEP=SLEEP,
+                num_warps=band_warps(dev.lanes))
+    _launch_claimed(_bands, run, sum(dev.P), (X, *dev.tables[0], *dev.tables[1], dev.P[0], sum(dev.P)), meta)
     out = X[n:].view(vector.dtype)
     return out[:n], out[n:]
+
+
+def band_warps(lanes) -> int:
+    """Warps a program of LANES lanes runs (one a 32 lanes)."""
+    return max(1, lanes // 32)
