@@ -29,6 +29,9 @@ case "$1" in
   band_solve | band_pairs)
     timeout 560 python3 dev/sparse_fusion/band_probe.py bench "$OUT/band_probe_${1#band_}.json" "${1#band_}" 2>&1 \
       | tee "$OUT/band_probe_${1#band_}.log" | tail -40 ;;
+  spmv_cost)
+    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/spmv_cost.json" poisson3d27:64,poisson3d:100 \
+      float64,float32 2>&1 | tee "$OUT/spmv_cost.log" | tail -20 ;;
   tests)
     TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
       tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \
