@@ -10,7 +10,11 @@ programs' throughput, or the solve slowed by them is told apart here, in one pro
     closely);
   - "diag": y = diag(A)·x (one entry a row: the SpMV's work all but gone);
   - "A share:N": the pair with N of 256 striding programs on the SpMV's blocks (SPMV_SHARE);
-  - "LU/2": half of sptrsv_sptrsv(L, triu(A)), the two solves' chains one after the other;
+  - "A chunk:16": records of 16 entry slots a lane instead of record_chunk's (32 on the 27-point
+    grid): the solve's rows (14 slots with the right-hand side) fit, the SpMV's 27 read their
+    last 11 through tail_sum, and the kernel's registers for the records halve;
+  - "LU/2": half of sptrsv_sptrsv(L, triu(A)), the two solves' chains one after the other
+    (records as wide as A's, like tril's and diag's);
   - "spmv": torch's CSR A @ x alone, the SpMV's bandwidth floor on this device.
 Every output is checked against SciPy in float64 first; then rounds of do_bench medians, the order
 rotated each round.
@@ -30,35 +34,46 @@ from triton.testing import do_bench
 
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
+from tiers.kernels.sparse_fusion_executors import records
 from tiers.sparse_matrices import tril_csr, triu_csr
 from tiers.t3_triton_fused import sparse_fusion as sf
 
 SHARES = (0, 32, 96)
+CHUNK_16 = 16
 warnings.filterwarnings("ignore", message="Sparse")
 
 
-def runners(A, dt, dev):
-    """label -> (prepared runner, operand matrices, pair); the runners share the pair's schedules."""
+def _prepared(pair, mats, dt, schedule, share=None, chunk=None):
+    """t3's dataflow runner of `pair`, prepared with SPMV_SHARE and record_chunk patched around
+    `prepare` (both read there: the plan and the kernel's shape are fixed by it)."""
+    keep = sf.SPMV_SHARE, records.record_chunk, sf.record_chunk
+    if share is not None:
+        sf.SPMV_SHARE = {pair: share}
+    if chunk is not None:
+        records.record_chunk = sf.record_chunk = lambda tables: chunk
+    try:
+        return sf.prepare(pair, *mats, like=dt, schedule=schedule, executor="dataflow"), mats, pair
+    finally:
+        sf.SPMV_SHARE, records.record_chunk, sf.record_chunk = keep
+
+
+def runners(A, dt):
+    """label -> (prepared runner, operand matrices, pair). tril and diag run records as wide as
+    A's (their own rows would give narrower ones, a smaller kernel: not what is asked here)."""
     L = tril_csr(A)
-    spmv_of = {"A": A, "tril": L, "diag": sp.diags(A.diagonal()).tocsr()}
-    out = {}
-    for label, M in spmv_of.items():
-        s = fs.inspect("sptrsv_spmv", L, M, kind="sparse_fusion")
-        out[label] = (sf.prepare("sptrsv_spmv", L, M, like=dt, schedule=s, executor="dataflow"), (L, M),
-                      "sptrsv_spmv")
-        if label == "A":
-            for share in SHARES:
-                keep = sf.SPMV_SHARE
-                sf.SPMV_SHARE = {"sptrsv_spmv": share}
-                try:
-                    out[f"A share:{share}"] = (sf.prepare("sptrsv_spmv", L, M, like=dt, schedule=s,
-                                                          executor="dataflow"), (L, M), "sptrsv_spmv")
-                finally:
-                    sf.SPMV_SHARE = keep
+    s = fs.inspect("sptrsv_spmv", L, A, kind="sparse_fusion")
+    out = {"A": _prepared("sptrsv_spmv", (L, A), dt, s)}
+    chunk = out["A"][0].record_shape["CHUNK"]
+    for share in SHARES:
+        out[f"A share:{share}"] = _prepared("sptrsv_spmv", (L, A), dt, s, share=share)
+    if chunk > CHUNK_16:
+        out[f"A chunk:{CHUNK_16}"] = _prepared("sptrsv_spmv", (L, A), dt, s, chunk=CHUNK_16)
+    for label, M in (("tril", L), ("diag", sp.diags(A.diagonal()).tocsr())):
+        out[label] = _prepared("sptrsv_spmv", (L, M), dt, fs.inspect("sptrsv_spmv", L, M, kind="sparse_fusion"),
+                               chunk=chunk)
     U = triu_csr(A)
-    s = fs.inspect("sptrsv_sptrsv", L, U, kind="sparse_fusion")
-    out["LU/2"] = (sf.prepare("sptrsv_sptrsv", L, U, like=dt, schedule=s, executor="dataflow"), (L, U),
-                   "sptrsv_sptrsv")
+    out["LU/2"] = _prepared("sptrsv_sptrsv", (L, U), dt, fs.inspect("sptrsv_sptrsv", L, U, kind="sparse_fusion"),
+                            chunk=chunk)
     return out
 
 
@@ -75,11 +90,12 @@ def main():
         b64 = torch.rand(A.shape[0], generator=torch.Generator().manual_seed(3), dtype=torch.float64) + 0.5
         for dtype in dtypes:
             b = b64.to(dev, getattr(torch, dtype))
-            row = {"case": case, "dtype": dtype, "ok": {}, "err": {}, "rounds": {}, "share": {}}
-            runs = runners(A, b, dev)
+            row = {"case": case, "dtype": dtype, "ok": {}, "err": {}, "rounds": {}, "share": {}, "chunk": {}}
+            runs = runners(A, b)
             for label, (r, mats, pair) in runs.items():
                 ok, err, msg = bench.check(r(b), bench.reference(pair, mats, b64.numpy()), dtype)
                 row["ok"][label], row["err"][label], row["share"][label] = bool(ok), float(err), r.spmv_share
+                row["chunk"][label] = [r.record_shape["CHUNK"], r.record_shape["TAIL"], r.programs_per_sm, r.resident]
                 if not ok:
                     print("WRONG", case, dtype, label, msg, flush=True)
             Acsr = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
@@ -97,7 +113,7 @@ def main():
                                       return_mode="median")
                         row["rounds"].setdefault(label, []).append(round(ms * (0.5 if label == "LU/2" else 1), 4))
             row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
-            print(json.dumps({k: row[k] for k in ("case", "dtype", "ok", "ms")}), flush=True)
+            print(json.dumps({k: row[k] for k in ("case", "dtype", "ok", "ms", "share", "chunk")}), flush=True)
             res["rows"].append(row)
             json.dump(res, open(out, "w"), indent=1)
             del runs
