@@ -11,8 +11,9 @@ programs' throughput, or the solve slowed by them is told apart here, in one pro
   - "diag": y = diag(A)·x (one entry a row: the SpMV's work all but gone);
   - "A share:N": the pair with N of 256 striding programs on the SpMV's blocks (SPMV_SHARE);
   - "A chunk:16": records of 16 entry slots a lane instead of record_chunk's (32 on the 27-point
-    grid): the solve's rows (14 slots with the right-hand side) fit, the SpMV's 27 read their
-    last 11 through tail_sum, and the kernel's registers for the records halve;
+    grid): the solve's rows (14 slots with the right-hand side) fit, the SpMV's 27 do not, so the
+    pattern takes the flat records (reads_flat; _flat, blocks of 8, as on the power-law graph:
+    28 registers in sm_90 against the records kernel's 96);
   - "LU/2": half of sptrsv_sptrsv(L, triu(A)), the two solves' chains one after the other
     (records as wide as A's, like tril's and diag's);
   - "spmv": torch's CSR A @ x alone, the SpMV's bandwidth floor on this device.
