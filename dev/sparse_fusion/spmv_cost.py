@@ -20,7 +20,19 @@ programs' throughput, or the solve slowed by them is told apart here, in one pro
 Every output is checked against SciPy in float64 first; then rounds of do_bench medians, the order
 rotated each round.
 
+`model` (CPU only) asks whether the SpMV's programs can keep up at all: solve row r is done at
+level(r)·h, an SpMV row is ready once every x it reads is, and P programs stride over the SpMV's
+blocks in the plan's order (ticket_cut, apart), each block taking c µs once ready and its
+program free. It prints, for P and c, how long the SpMV's stream runs past the solve. On the
+27-point 64³ grid with h = 0.556 µs (the two solves' hop, sptrsv_sptrsv 0.493 ms over 2 × 442
+levels): at the package's 264 SpMV programs (64 of 256 of 8 an SM) the tail is under 1 µs up
+to c = 0.7 µs and 44 µs at c = 1.0 — about what the pair takes over one solve; at 132
+programs it is 43 µs already at c = 0.5. On the 3D 100³ grid (blocks of 8, h = 0.605 µs: 0.362
+ms over 2 × 298 levels; 528 SpMV programs, 64 of 256 of 16 an SM) the tail is 0.5 / 21 / 87 µs at c
+= 0.5 / 0.7 / 1.0.
+
     python dev/sparse_fusion/spmv_cost.py OUT.json poisson3d27:64,poisson3d:100 [float64,float32]
+    python dev/sparse_fusion/spmv_cost.py model poisson3d27:64[:R[:h]],...    (R rows a block: 4, h: 0.556)
 """
 import json
 import sys
@@ -34,8 +46,10 @@ import triton
 from triton.testing import do_bench
 
 from tiers import fusion_schedules as fs
+from tiers import sparse_dags as dags
 from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import records
+from tiers.kernels.sparse_fusion_executors.tickets import ticket_cut
 from tiers.sparse_matrices import tril_csr, triu_csr
 from tiers.t3_triton_fused import sparse_fusion as sf
 
@@ -78,7 +92,36 @@ def runners(A, dt):
     return out
 
 
+def stream_model(A, h=0.556, programs=(132, 264, 396, 528), block_us=(0.3, 0.5, 0.7, 1.0), R=4):
+    """{(P, c): µs the SpMV's stream of sptrsv_spmv(tril(A), A) ends after the solve} (`model`)."""
+    L = tril_csr(A)
+    s = fs.inspect("sptrsv_spmv", L, A, kind="sparse_fusion")
+    n = A.shape[0]
+    level = dags.wavefront_levels(dags.kernel_dag("sptrsv_lower", L))
+    ready = np.maximum.reduceat(level[A.indices], A.indptr[:-1]) + 1     # SpMV row i: every x_j it reads
+    blk_ptr, seq = ticket_cut(s, (L, A), R, sf.TICKET_ORDER["dataflow"], ties="ids", apart=True)
+    first = blk_ptr[:-1][seq[blk_ptr[:-1]] >= n]
+    blocks = np.maximum.reduceat(ready[seq[first[0]:] - n], first - first[0]) * h
+    end = (int(level.max()) + 1) * h
+    tails = {}
+    for P in programs:
+        for c in block_us:
+            free = np.zeros(P)
+            for k, t in enumerate(blocks):
+                free[k % P] = max(free[k % P], t) + c
+            tails[P, c] = float(free.max() - end)
+    return end, tails
+
+
 def main():
+    if sys.argv[1] == "model":
+        for case in sys.argv[2].split(","):
+            name, size, R, h = (case.split(":") + ["4", "0.556"])[:4]
+            end, tails = stream_model(bench.make_matrix(name, int(size)), float(h), R=int(R))
+            print(f"{case}: the solve ends at {end:.1f} µs; the SpMV's stream after it, µs:")
+            for (P, c), tail in tails.items():
+                print(f"  {P} programs, {c} µs a block: {tail:.1f}")
+        return
     out, cases = sys.argv[1], sys.argv[2].split(",")
     dtypes = sys.argv[3].split(",") if len(sys.argv) > 3 else ["float64"]
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
