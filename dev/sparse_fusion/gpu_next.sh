@@ -3,6 +3,7 @@
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests, cli poisson3d27 (vector
 # pairs, with bands), cli poisson2d (vector pairs), cli powerlaw. Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh spmv_cost     # what the SpMV adds to sptrsv_spmv (spmv_cost.py)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
