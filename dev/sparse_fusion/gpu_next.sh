@@ -3,7 +3,7 @@
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests, cli poisson3d27 (vector
 # pairs, with bands), cli poisson2d (vector pairs), cli powerlaw. Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh spmv_cost     # what the SpMV adds to sptrsv_spmv (spmv_cost.py)
+#   bash dev/sparse_fusion/gpu_next.sh widths        # each stream's records as wide as its rows, A/B
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
@@ -33,6 +33,9 @@ case "$1" in
   spmv_cost)
     timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/spmv_cost.json" poisson3d27:64,poisson3d:100 \
       float64,float32 2>&1 | tee "$OUT/spmv_cost.log" | tail -20 ;;
+  widths)
+    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64 widths 2>&1 \
+      | tee "$OUT/widths.log" | tail -20 ;;
   tests)
     TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
       tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \

@@ -17,7 +17,8 @@ programs' throughput, or the solve slowed by them is told apart here, in one pro
   - "LU/2": half of sptrsv_sptrsv(L, triu(A)), the two solves' chains one after the other
     (records as wide as A's, like tril's and diag's);
   - "spmv": torch's CSR A @ x alone, the SpMV's bandwidth floor on this device.
-Every output is checked against SciPy in float64 first; then rounds of do_bench medians, the order
+The variants above run every record as wide as the widest row (STREAM_CHUNKS off, as when they
+were measured). Every output is checked against SciPy in float64 first; then rounds of do_bench medians, the order
 rotated each round.
 
 `model` (CPU only) asks whether the SpMV's programs can keep up at all: solve row r is done at
@@ -32,6 +33,7 @@ ms over 2 × 298 levels; 528 SpMV programs, 64 of 256 of 16 an SM) the tail is 0
 = 0.5 / 0.7 / 1.0.
 
     python dev/sparse_fusion/spmv_cost.py OUT.json poisson3d27:64,poisson3d:100 [float64,float32]
+    python dev/sparse_fusion/spmv_cost.py OUT.json poisson3d27:64 float64 widths   (width_runners)
     python dev/sparse_fusion/spmv_cost.py model poisson3d27:64[:R[:h]],...    (R rows a block: 4, h: 0.556)
 """
 import json
@@ -58,18 +60,34 @@ CHUNK_16 = 16
 warnings.filterwarnings("ignore", message="Sparse")
 
 
-def _prepared(pair, mats, dt, schedule, share=None, chunk=None):
-    """t3's dataflow runner of `pair`, prepared with SPMV_SHARE and record_chunk patched around
-    `prepare` (both read there: the plan and the kernel's shape are fixed by it)."""
-    keep = sf.SPMV_SHARE, records.record_chunk, sf.record_chunk
+def _prepared(pair, mats, dt, schedule, share=None, chunk=None, own=None):
+    """t3's dataflow runner of `pair`, prepared with SPMV_SHARE, record_chunk and STREAM_CHUNKS
+    patched around `prepare` (all read there: the plan and the kernel's shape are fixed by it)."""
+    keep = sf.SPMV_SHARE, records.record_chunk, sf.record_chunk, sf.STREAM_CHUNKS
     if share is not None:
         sf.SPMV_SHARE = {pair: share}
     if chunk is not None:
         records.record_chunk = sf.record_chunk = lambda tables: chunk
+    if own is not None:
+        sf.STREAM_CHUNKS = own
     try:
         return sf.prepare(pair, *mats, like=dt, schedule=schedule, executor="dataflow"), mats, pair
     finally:
-        sf.SPMV_SHARE, records.record_chunk, sf.record_chunk = keep
+        sf.SPMV_SHARE, records.record_chunk, sf.record_chunk, sf.STREAM_CHUNKS = keep
+
+
+def width_runners(A, dt):
+    """`widths`: both pairs with an SpMV, each stream's records as wide as its own rows ("own",
+    STREAM_CHUNKS) or every record as wide as the widest row ("one"), and sptrsv_sptrsv on its
+    own records, halved ("LU/2")."""
+    L, U = tril_csr(A), triu_csr(A)
+    out = {}
+    for pair, mats in (("sptrsv_spmv", (L, A)), ("spmv_sptrsv", (A, L))):
+        s = fs.inspect(pair, *mats, kind="sparse_fusion")
+        for own in (True, False):
+            out[f"{pair} {'own' if own else 'one'}"] = _prepared(pair, mats, dt, s, own=own)
+    out["LU/2"] = _prepared("sptrsv_sptrsv", (L, U), dt, fs.inspect("sptrsv_sptrsv", L, U, kind="sparse_fusion"))
+    return out
 
 
 def runners(A, dt):
@@ -77,17 +95,17 @@ def runners(A, dt):
     A's (their own rows would give narrower ones, a smaller kernel: not what is asked here)."""
     L = tril_csr(A)
     s = fs.inspect("sptrsv_spmv", L, A, kind="sparse_fusion")
-    out = {"A": _prepared("sptrsv_spmv", (L, A), dt, s)}
+    out = {"A": _prepared("sptrsv_spmv", (L, A), dt, s, own=False)}
     chunk = out["A"][0].record_shape["CHUNK"]
     for share in SHARES:
-        r = _prepared("sptrsv_spmv", (L, A), dt, s, share=share)
+        r = _prepared("sptrsv_spmv", (L, A), dt, s, share=share, own=False)
         if r[0].spmv_share != out["A"][0].spmv_share:    # spmv_share may refuse it (float32, long records)
             out[f"A share:{share}"] = r
     if chunk > CHUNK_16:
         out[f"A chunk:{CHUNK_16}"] = _prepared("sptrsv_spmv", (L, A), dt, s, chunk=CHUNK_16)
     for label, M in (("tril", L), ("diag", sp.diags(A.diagonal()).tocsr())):
         out[label] = _prepared("sptrsv_spmv", (L, M), dt, fs.inspect("sptrsv_spmv", L, M, kind="sparse_fusion"),
-                               chunk=chunk)
+                               chunk=chunk, own=False)
     U = triu_csr(A)
     out["LU/2"] = _prepared("sptrsv_sptrsv", (L, U), dt, fs.inspect("sptrsv_sptrsv", L, U, kind="sparse_fusion"),
                             chunk=chunk)
@@ -126,6 +144,7 @@ def main():
         return
     out, cases = sys.argv[1], sys.argv[2].split(",")
     dtypes = sys.argv[3].split(",") if len(sys.argv) > 3 else ["float64"]
+    widths = len(sys.argv) > 4 and sys.argv[4] == "widths"
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
            "triton": triton.__version__, "numpy": np.__version__,
@@ -137,11 +156,12 @@ def main():
         for dtype in dtypes:
             b = b64.to(dev, getattr(torch, dtype))
             row = {"case": case, "dtype": dtype, "ok": {}, "err": {}, "rounds": {}, "share": {}, "chunk": {}}
-            runs = runners(A, b)
+            runs = (width_runners if widths else runners)(A, b)
             for label, (r, mats, pair) in runs.items():
                 ok, err, msg = bench.check(r(b), bench.reference(pair, mats, b64.numpy()), dtype)
                 row["ok"][label], row["err"][label], row["share"][label] = bool(ok), float(err), r.spmv_share
-                row["chunk"][label] = [r.record_shape["CHUNK"], r.record_shape["TAIL"], r.programs_per_sm, r.resident]
+                row["chunk"][label] = [r.record_shape["CHUNK"], r.record_shape["TAIL"], r.programs_per_sm, r.resident,
+                                      r.plan[1].get("chunks")]
                 if not ok:
                     print("WRONG", case, dtype, label, msg, flush=True)
             Acsr = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),

@@ -1341,7 +1341,14 @@ def stream_args(pair, share, plan_dev) -> dict:
     if not share:
         return {}
     spmv_first = dags.check_pair(pair).kernels[0] == "spmv"
-    return dict(STREAMS=True, SPLIT_AT=plan_dev["split_at"], SHARE0=share if spmv_first else 256 - share)
+    chunks = plan_dev.get("chunks") or (0, 0)            # each stream's record width (stream_chunks)
+    return dict(STREAMS=True, SPLIT_AT=plan_dev["split_at"], SHARE0=share if spmv_first else 256 - share,
+                CHUNK0=chunks[0], CHUNK1=chunks[1])
+
+
+STREAM_CHUNKS = True
+"""Whether the dataflow records of two streams (spmv_share) are each as wide as their own rows
+(records.stream_chunks, _dataflow's CHUNK0 and CHUNK1)."""
 
 
 SUMS_EACH_POLL = True
@@ -1473,11 +1480,12 @@ class Prepared:
                 self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
                 self.spmv_share = spmv_share(problem.pair, self.early, _long_records(shape), dtype)
                 apart = self.spmv_share > 0
+                own = apart and STREAM_CHUNKS
                 key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
-                       RS, apart, str(device))
+                       RS, apart, own, str(device))
                 self.plan = schedule.cached(key, lambda: _dataflow_plan(schedule, problem.matrices, self.tables,
                                                                         block_rows, tickets, device, shape["FOLD"],
-                                                                        RS, apart))
+                                                                        RS, apart, own))
             self.record_values = _dataflow_values(self.plan, self.values)
             self.streams = stream_args(problem.pair, self.spmv_share, self.plan[1])
             self.direct = writes_row_order(schedule, problem.matrices)

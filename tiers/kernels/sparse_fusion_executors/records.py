@@ -130,7 +130,8 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
               TRIP_DIV: tl.constexpr, STRIDE: tl.constexpr, DIRECT: tl.constexpr, TAIL: tl.constexpr,
               FOLD: tl.constexpr, EARLY: tl.constexpr = False, PDL: tl.constexpr = False,
               SPLIT: tl.constexpr = False, EVERY: tl.constexpr = False, RS: tl.constexpr = 0,
-              SPLIT_AT=0, SHARE0=0, STREAMS: tl.constexpr = False, SUMS: tl.constexpr = 0):
+              SPLIT_AT=0, SHARE0=0, STREAMS: tl.constexpr = False, SUMS: tl.constexpr = 0,
+              CHUNK0: tl.constexpr = 0, CHUNK1: tl.constexpr = 0):
     """The sync-free executor without flags, for pairs of affine rows (SpMV, SpTRSV): each lane
     reads the vector entries its row needs as soon as they stop holding the sentinel, so a
     dependence costs one store and the loads that see it — no barrier, no fence, no flag. Lane
@@ -172,6 +173,9 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     sums_each_poll): 0, a block's sums are taken once everything it reads is there; 1, at every
     poll (vec_await_dot), so that on the last poll the sums' shuffles run beside the check for
     what is still pending; 2 or 3, at every poll in the first or the second stream's blocks only.
+    CHUNK0, CHUNK1 (STREAMS with the pipelined loop; 0: CHUNK): each stream's records have entry
+    slots of their own number a lane (stream_chunks), the second's after the first's in PX and
+    PA, so that a solve's blocks do not carry the width of the SpMV's rows.
     """
     SL: tl.constexpr = RS if RS > 0 else R
     w = CHUNK
@@ -199,7 +203,18 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
         n1 = N_BLK
         if LOOP and AHEAD > 0:
             n1 = tl.atomic_add(TICKET, 1, sem="relaxed")
-    if EARLY and STRIDE:
+    if EARLY and STRIDE and CHUNK0 > 0:
+        tl.static_assert(STREAMS, "records of two widths are two streams'")
+        if first:
+            _pipelined(t, spec, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC,
+                       OUT, N_IN, IN, R, CHUNK0, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT,
+                       EVERY, SL, SUMS)
+        else:                               # block t's lanes at t·R·CHUNK1 past where the first stream's end
+            off = SPLIT_AT * (R * (CHUNK0 - CHUNK1))
+            _pipelined(t, spec, P, WIDTH, N_BLK, PX + off, PA + off, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL,
+                       ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK1, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL,
+                       FOLD, PDL, SPLIT, EVERY, SL, SUMS)
+    elif EARLY and STRIDE:
         _pipelined(t, spec, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC, OUT, N_IN,
                    IN, R, CHUNK, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT, EVERY, SL, SUMS)
     else:
@@ -363,7 +378,7 @@ def record_chunk(tables) -> int:
     return max(CHUNK, widest) if widest <= RECORD_CHUNK else CHUNK
 
 
-def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=None, apart=False):
+def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=None, apart=False, own_widths=False):
     """The dataflow executor's blocks (ticket_blocks) as records of R lanes (_records): lane
     s = t·R + j holds block t's j-th iteration, its first record_chunk entries padded, so a
     program reads its block's tables in one round trip instead of a chain of dependent loads
@@ -382,7 +397,9 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     and a row of the wide stage has a block of its own (HUBS_ALONE). The values go in per call of
     `prepare` (_dataflow_values); this part depends on the pattern only. With `apart`
     (ticket_cut's), kernel 1's blocks come first and the device tables also hold "split_at", a
-    Python int: the first block of kernel 2 (_dataflow's STREAMS)."""
+    Python int: the first block of kernel 2 (_dataflow's STREAMS). With `own_widths` too, each
+    stream's records are as wide as its own rows need (stream_chunks; "chunks" in the device
+    tables, where the two differ)."""
     C = record_chunk(tables)
     lens = np.diff(tables.ent_ptr)
     alone = lens > 4 * C if HUBS_ALONE and tables.wide(C) else None
@@ -429,10 +446,35 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
                 ent_vec=where[ent_aux].astype(np.int32), back=where[n:].astype(np.int32))
     if ent_val is not tables.ent_val:
         host["ent_val"] = ent_val.astype(np.int32)
+    split_at = int((seq[blk_ptr[:-1]] < schedule.n1).sum()) if apart else 0
+    chunks = stream_chunks(used, split_at * R, C) if apart and own_widths else None
+    if chunks:
+        lanes = split_at * R
+        for k in ("px", "pv"):
+            full = host[k].reshape(S, C)
+            host[k] = np.concatenate([full[:lanes, :chunks[0]].ravel(), full[lanes:, :chunks[1]].ravel()])
     dev = rows.to_device(host, device)
     if apart:
-        dev["split_at"] = int((seq[blk_ptr[:-1]] < schedule.n1).sum())
+        dev["split_at"] = split_at
+    if chunks:
+        dev["chunks"] = chunks
     return B, dev
+
+
+def stream_chunks(used, lanes, C):
+    """Entry slots a lane for each of the two streams' records (_dataflow's CHUNK0, CHUNK1): the
+    slots its lanes use (`used`: the first `lanes` lanes are the first stream's), as a power of
+    two, at least CHUNK; None where both would take C. On the 27-point grid the solve's rows use
+    14 slots and the SpMV's 27: a solve block then reads records of 16 slots, not the 32 its
+    SpMV needs. The solve was that much slower on 32-slot records (H200, 2026-12-05,
+    figures/data/spmv_cost_*, float64): half of sptrsv_sptrsv on 32-slot records took 0.2827 ms,
+    against 0.2465 on its own 16-slot records in the table, and sptrsv_spmv 0.2862, the solve on
+    32-slot records and 3.5 µs more."""
+    def width(u):
+        return max(CHUNK, triton.next_power_of_2(int(u.max(initial=1))))
+
+    chunks = (width(used[:lanes]), width(used[lanes:]))
+    return None if chunks == (C, C) else chunks
 
 
 HUBS_ALONE = True
@@ -483,7 +525,14 @@ def _dataflow_values(plan, values):
     dev = plan[1]
     sign = dev["sign"].to(values.dtype)
     pv = dev["pv"].long()
-    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * sign.repeat_interleave(pv.numel() // max(sign.numel(), 1)),
+    if "chunks" in dev:                                # each stream's lanes as wide as its records
+        lanes = dev["split_at"] * (sign.numel() // plan[0])
+        reps = torch.full_like(dev["sign"], dev["chunks"][1], dtype=torch.long)
+        reps[:lanes] = dev["chunks"][0]
+        lane_sign = sign.repeat_interleave(reps)
+    else:
+        lane_sign = sign.repeat_interleave(pv.numel() // max(sign.numel(), 1))
+    a = torch.where(pv >= 0, values[pv.clamp(min=0)] * lane_sign,
                     (pv == -2).to(values.dtype))       # −2: a folded right-hand side (_dataflow_plan)
     diag = dev["diag"].long()
     d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
