@@ -593,6 +593,51 @@ def test_spmv_programs_apart(monkeypatch):
                 assert launches[-1]["SHARE0"] == (share if pair == "spmv_sptrsv" else 256 - share)
 
 
+def test_stream_records_of_their_own_width(monkeypatch):
+    """stream_chunks: where the SpMV's blocks run apart on the 27-point grid, the solve's stream
+    reads records of 16 slots and the SpMV's of 32 (CHUNK0, CHUNK1 in the launch, in stream
+    order), each lane's slots those of the one-width plan cut to its stream's width; with
+    STREAM_CHUNKS off every record is 32 wide and no widths are passed. The 7-point grid's
+    streams (8 slots both) get none. Every result is t0's."""
+    launches = []
+    plain = t3.claimed
+
+    def spy(kernel, run, count, args, meta, pdl=False):
+        launches.append({k: meta.get(k) for k in ("CHUNK", "CHUNK0", "CHUNK1")})
+        return plain(kernel, run, count, args, meta, pdl)
+
+    monkeypatch.setattr(t3, "claimed", spy)
+    monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
+    grids = (sm.poisson3d(3, points=27), sm.poisson3d(4, points=27), sm.poisson3d(4))
+    for pair, mats, b, ref in _vector_pair_cases(grids, 8, "stream_chunks"):
+        if pair == "sptrsv_sptrsv":
+            continue
+        s = fs.inspect(pair, *mats, kind="sparse_fusion")
+        runs = {}
+        for own in (True, False):
+            monkeypatch.setattr(t3, "STREAM_CHUNKS", own)
+            runs[own] = run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow",
+                                         schedule=s, claim="stride", programs_per_sm=2)
+            assert run.spmv_share > 0
+            launches.clear()
+            _check(run(_vector(b, "float64")), ref, pair, mats, "float64", f"dataflow own widths={own} {pair}")
+            assert launches[-1]["CHUNK"] == run.record_shape["CHUNK"]
+        grid27 = runs[True].record_shape["CHUNK"] == 32
+        want = ((16, 32) if pair == "sptrsv_spmv" else (32, 16)) if grid27 else None
+        one, own = runs[False].plan[1], runs[True].plan[1]
+        assert own.get("chunks") == want and "chunks" not in one
+        assert (launches[-1]["CHUNK0"], launches[-1]["CHUNK1"]) == (0, 0)
+        if want:
+            lanes, C = own["split_at"] * runs[True].block_rows, 32
+            for k in ("px", "pv"):
+                full = one[k].cpu().numpy().reshape(-1, C)
+                assert (full[:lanes, want[0]:] == -1).all() and (full[lanes:, want[1]:] == -1).all()
+                packed = np.concatenate([full[:lanes, :want[0]].ravel(), full[lanes:, :want[1]].ravel()])
+                assert (own[k].cpu().numpy() == packed).all()
+    assert t3_records.stream_chunks(np.array([3, 12, 0, 14]), 2, 16) is None
+    assert t3_records.stream_chunks(np.array([3, 5, 0, 27]), 2, 32) == (8, 32)
+
+
 def test_sums_each_poll(monkeypatch):
     """sums_each_poll: every block takes its sums at every poll where the pair's blocks run
     together, only the solve's stream where the SpMV runs apart (2 where it comes first,
