@@ -34,7 +34,7 @@ case "$1" in
     timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/spmv_cost.json" poisson3d27:64,poisson3d:100 \
       float64,float32 2>&1 | tee "$OUT/spmv_cost.log" | tail -20 ;;
   widths)
-    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64 widths 2>&1 \
+    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64,float32 widths 2>&1 \
       | tee "$OUT/widths.log" | tail -20 ;;
   tests)
     TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \

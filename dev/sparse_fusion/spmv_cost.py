@@ -78,14 +78,22 @@ def _prepared(pair, mats, dt, schedule, share=None, chunk=None, own=None):
 
 def width_runners(A, dt):
     """`widths`: both pairs with an SpMV, each stream's records as wide as its own rows ("own",
-    STREAM_CHUNKS) or every record as wide as the widest row ("one"), and sptrsv_sptrsv on its
-    own records, halved ("LU/2")."""
+    STREAM_CHUNKS) or every record as wide as the widest row ("one"), where the rule keeps the
+    streams together (float32) also apart ("own apart"), and sptrsv_sptrsv on its own records,
+    halved ("LU/2")."""
     L, U = tril_csr(A), triu_csr(A)
     out = {}
     for pair, mats in (("sptrsv_spmv", (L, A)), ("spmv_sptrsv", (A, L))):
         s = fs.inspect(pair, *mats, kind="sparse_fusion")
         for own in (True, False):
             out[f"{pair} {'own' if own else 'one'}"] = _prepared(pair, mats, dt, s, own=own)
+        if out[f"{pair} own"][0].spmv_share == 0:        # float32 on long records runs together: apart too
+            keep = sf.spmv_share
+            sf.spmv_share = lambda pair, early, long_records, dtype: sf.SPMV_SHARE.get(pair, 0) if early else 0
+            try:
+                out[f"{pair} own apart"] = _prepared(pair, mats, dt, s, own=True)
+            finally:
+                sf.spmv_share = keep
     out["LU/2"] = _prepared("sptrsv_sptrsv", (L, U), dt, fs.inspect("sptrsv_sptrsv", L, U, kind="sparse_fusion"))
     return out
 
