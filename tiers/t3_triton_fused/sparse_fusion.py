@@ -1348,7 +1348,15 @@ def stream_args(pair, share, plan_dev) -> dict:
 
 STREAM_CHUNKS = True
 """Whether the dataflow records of two streams (spmv_share) are each as wide as their own rows
-(records.stream_chunks, _dataflow's CHUNK0 and CHUNK1)."""
+(records.stream_chunks, _dataflow's CHUNK0 and CHUNK1). On the 27-point grid the solve's
+blocks then read 16-slot records and the SpMV's 32. Measured on an H200 (2026-12-05, float64,
+sparse-fusion schedule, one process, 5 rotated rounds, every output checked first,
+figures/data/widths_ab_*), ms, one width → each its own: sptrsv_spmv 0.2864 → 0.2646,
+spmv_sptrsv 0.2909 → 0.2743 (half of sptrsv_sptrsv, on its own 16-slot records: 0.2448); in
+the package CLI right after, 0.266 / 0.274 ms, 4.19× / 4.08× cuSPARSE (table_h200_bh). The
+kernel holds both loops: 111 registers in sm_90 against 96. In float32 the 27-point streams run
+together (spmv_share); apart with their own widths spmv_sptrsv took 0.2445 against 0.2580
+together, sptrsv_spmv 0.2639 against 0.2589 (one A/B; the rule not changed on it)."""
 
 
 SUMS_EACH_POLL = True
