@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The sparse-fusion calls a lent GPU owes, in the order to make them (one `run` each; about 30
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
-# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests, cli poisson3d27 (vector
-# pairs, with bands), cli poisson2d (vector pairs), cli powerlaw. Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh widths        # each stream's records as wide as its rows, A/B
+# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (twice; the second with the
+# code of 0eece33), cli poisson3d27 (vector pairs, with bands; the pairs with an SpMV again after
+# STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh tests         # first: STREAM_CHUNKS' kernel has not run the
+#                                                     GPU test selection yet (its A/B and CLI
+#                                                     checked every output)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson2d spilu0_sptrsv,spic0_sptrsv
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
-#   bash dev/sparse_fusion/gpu_next.sh tests         # again after any kernel change
-# Each command has a timeout below the call's 600 s, so that a kernel that never ends (the bands
-# executor has not run on a GPU yet) costs that step, not the session.
+# Each command has a timeout below the call's 600 s, so that a kernel that never ends (a new
+# kernel that waits forever) costs that step, not the session.
 # The bands executor (tiers/kernels/sparse_fusion_executors/bands.py) runs only the vector pairs;
 # `cli` asks for it beside dataflow, and the CLI skips it where a pair cannot take it.
 set -uo pipefail

@@ -178,6 +178,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
     PA, so that a solve's blocks do not carry the width of the SpMV's rows.
     """
     SL: tl.constexpr = RS if RS > 0 else R
+    tl.static_assert(CHUNK0 == 0 or (EARLY and STRIDE), "records of two widths are read by the pipelined loop only")
     w = CHUNK
     w1 = CHUNK
     P = tl.num_programs(0)
@@ -209,7 +210,7 @@ def _dataflow(TICKET, N_BLK, WIDTH, PX, PA, RHS, START, END, SIGN, D, DINV, DST,
             _pipelined(t, spec, P, WIDTH, N_BLK, PX, PA, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL, ENT_VEC, VAL, VEC,
                        OUT, N_IN, IN, R, CHUNK0, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL, FOLD, PDL, SPLIT,
                        EVERY, SL, SUMS)
-        else:                               # block t's lanes at t·R·CHUNK1 past where the first stream's end
+        else:                               # the second stream's records follow the first's
             off = SPLIT_AT * (R * (CHUNK0 - CHUNK1))
             _pipelined(t, spec, P, WIDTH, N_BLK, PX + off, PA + off, RHS, START, END, SIGN, D, DINV, DST, ENT_VAL,
                        ENT_VEC, VAL, VEC, OUT, N_IN, IN, R, CHUNK1, SENT, NAP, WIDE, PTX, PENDING, TRIP_DIV, DIRECT, TAIL,
