@@ -553,6 +553,20 @@ def test_dataflow_early_look(monkeypatch):
     assert parities == {0, 1}
 
 
+def _claimed_meta(monkeypatch, keys):
+    """A list that gets, for every launch through t3's `claimed` (which still launches), the
+    kernel's meta-parameters named in `keys`."""
+    launches = []
+    plain = t3.claimed
+
+    def spy(kernel, run, count, args, meta, pdl=False):
+        launches.append({k: meta.get(k) for k in keys})
+        return plain(kernel, run, count, args, meta, pdl)
+
+    monkeypatch.setattr(t3, "claimed", spy)
+    return launches
+
+
 def test_spmv_programs_apart(monkeypatch):
     """spmv_share: where the pipeline runs (the 27-point grid's long records) the pairs with an
     SpMV run its blocks on programs of their own in float64 — the plan puts kernel 1's blocks
@@ -560,14 +574,7 @@ def test_spmv_programs_apart(monkeypatch):
     programs takes the first stream (SHARE0: the SpMV's share where it is kernel 1, the rest
     where it is kernel 2). Not for two solves, not without the pipeline (2D grid), not in
     float32 on long records, not with SPMV_SHARE empty; every result is t0's."""
-    launches = []
-    plain = t3.claimed
-
-    def spy(kernel, run, count, args, meta, pdl=False):
-        launches.append({k: meta.get(k) for k in ("STREAMS", "SPLIT_AT", "SHARE0")})
-        return plain(kernel, run, count, args, meta, pdl)
-
-    monkeypatch.setattr(t3, "claimed", spy)
+    launches = _claimed_meta(monkeypatch, ("STREAMS", "SPLIT_AT", "SHARE0"))
     for shares in (dict(t3.SPMV_SHARE), {}):
         monkeypatch.setattr(t3, "SPMV_SHARE", shares)
         cases = _vector_pair_cases((sm.poisson3d(3, points=27), sm.poisson2d(6)), 6, "spmv_apart")
@@ -599,14 +606,7 @@ def test_stream_records_of_their_own_width(monkeypatch):
     order), each lane's slots those of the one-width plan cut to its stream's width; with
     STREAM_CHUNKS off every record is 32 wide and no widths are passed. The 7-point grid's
     streams (8 slots both) get none. Every result is t0's."""
-    launches = []
-    plain = t3.claimed
-
-    def spy(kernel, run, count, args, meta, pdl=False):
-        launches.append({k: meta.get(k) for k in ("CHUNK", "CHUNK0", "CHUNK1")})
-        return plain(kernel, run, count, args, meta, pdl)
-
-    monkeypatch.setattr(t3, "claimed", spy)
+    launches = _claimed_meta(monkeypatch, ("CHUNK", "CHUNK0", "CHUNK1"))
     monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
     grids = (sm.poisson3d(3, points=27), sm.poisson3d(4, points=27), sm.poisson3d(4))
     for pair, mats, b, ref in _vector_pair_cases(grids, 8, "stream_chunks"):

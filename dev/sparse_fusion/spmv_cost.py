@@ -36,17 +36,15 @@ ms over 2 × 298 levels; 528 SpMV programs, 64 of 256 of 16 an SM) the tail is 0
     python dev/sparse_fusion/spmv_cost.py OUT.json poisson3d27:64 float64 widths   (width_runners)
     python dev/sparse_fusion/spmv_cost.py model poisson3d27:64[:R[:h]],...    (R rows a block: 4, h: 0.556)
 """
-import json
 import sys
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-import triton
 from triton.testing import do_bench
 
+from ab_commit import run_header, save_row      # the probes' output header and row writer
 from tiers import fusion_schedules as fs
 from tiers import sparse_dags as dags
 from tiers.bench import sparse_fusion as bench
@@ -154,9 +152,7 @@ def main():
     dtypes = sys.argv[3].split(",") if len(sys.argv) > 3 else ["float64"]
     widths = len(sys.argv) > 4 and sys.argv[4] == "widths"
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-           "triton": triton.__version__, "numpy": np.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "rows": []}
+    res = run_header(dev)
     for case in cases:
         name, size = case.split(":")
         A = bench.make_matrix(name, int(size))
@@ -187,11 +183,8 @@ def main():
                                       return_mode="median")
                         row["rounds"].setdefault(label, []).append(round(ms * (0.5 if label == "LU/2" else 1), 4))
             row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
-            print(json.dumps({k: row[k] for k in ("case", "dtype", "ok", "ms", "share", "chunk")}), flush=True)
-            res["rows"].append(row)
-            json.dump(res, open(out, "w"), indent=1)
-            del runs
-            torch.cuda.empty_cache()
+            del runs, timed
+            save_row(res, row, out)
 
 
 if __name__ == "__main__":
