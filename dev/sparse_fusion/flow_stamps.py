@@ -3,21 +3,26 @@
 A developer's probe, not package code; it needs a CUDA GPU (inline PTX reads %globaltimer). Like
 stamps.py for the factor kernel, it copies the package's `_dataflow` and the functions it calls
 per block (`_pipelined`, `_half`, `_finish`), adds three stamps a block — T0 when the block's
-turn comes (before its wait), T1 once everything it reads is there, T2 once its results are
-computed and their stores issued — and the SM it ran on, launches the copy on the package's own
-plan and buffers, and relates each block to the block that wrote the last value it read (the
-latest T2 among its producers, found from the record's positions). Along the critical path (back
-from the last block to finish, producer by producer) each step is split into the hop (T1 minus
-the producer's T2: the store reaching L2, the polls that see it, or the program still busy with
-earlier blocks when T0 is later than the producer's T2) and the block's own work (T2 − T1).
+turn comes (before its wait), T1 once everything it reads is there and its row sums are taken
+(with sums at every poll they come with the last poll), T2 once its results are computed and
+their stores issued — and the SM it ran on, launches the copy on the package's own plan and
+buffers (its launches made afresh, not the call's kept ones), and relates each block to the
+block that wrote the last value it read (the latest T2 among its producers, found from the
+record's positions, each stream's records at their own width where the two streams' differ:
+STREAM_CHUNKS). Along the critical path (back from the last block to finish, producer by
+producer) each step is split into the hop (T1 minus the producer's T2: the store reaching L2,
+the polls that see it, or the program still busy with earlier blocks when T0 is later than the
+producer's T2) and the block's own work (T2 − T1).
 In the pipelined loop (_pipelined) each block's half is stamped twice more: TA as it starts and
 TB once it has issued the next blocks' loads (STAMPS).
 
     python dev/sparse_fusion/flow_stamps.py OUTDIR matrix:size:pair:schedule,...
 
-e.g. poisson3d:100:sptrsv_spmv:sparse_fusion. Writes OUTDIR/flow_stamps.json (per case the
-package's and the stamped kernel's ms, percentiles in µs, the critical path's split) and
-OUTDIR/flow_stamps.npz (per case and block T0, T1, T2 in 10-ns units and the block that wrote
+e.g. poisson3d:100:sptrsv_spmv:sparse_fusion. Without a GPU, with TRITON_INTERPRET=1 and small
+sizes, it runs the copy in Triton's interpreter with stand-ins for the timer (stamps.py): a check
+of the anchors, the launch and the analysis before GPU time is spent on it. Writes
+OUTDIR/flow_stamps.json (per case the package's and the stamped kernel's ms, percentiles in µs,
+the critical path's split) and OUTDIR/flow_stamps.npz (per case and block T0, T1, T2 in 10-ns units and the block that wrote
 the last value it read, −1 for none).
 """
 import json
@@ -28,7 +33,7 @@ import time
 import numpy as np
 import torch
 
-from stamps import HEAD as STAMPS_HEAD       # the timer, SM id and dependence helpers of stamps.py
+from stamps import head as stamps_head       # the timer, SM id and dependence helpers of stamps.py
 from stamps import _source, critical_path, import_source, latest_producers, pct, sub
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
@@ -41,13 +46,19 @@ STAMPS = 7
 (_pipelined's half, _half: as it starts, and once it has issued the next blocks' loads, before the
 block's _finish)."""
 
-HEAD = STAMPS_HEAD + f'''
+HEAD = f'''
 from tiers.kernels.sparse_fusion_executors import records as _records
 globals().update({{k: v for k, v in vars(_records).items() if not k.startswith("__")}})
 STAMPS = tl.constexpr({STAMPS})
 
 
 '''
+
+
+def sub_all(s, old, new):
+    """sub for every place `old` stands (the pipelined loop is called once a stream)."""
+    assert old in s, f"the package's kernel changed; anchor not found: {old[:80]!r}"
+    return s.replace(old, new)
 
 
 def stamped_module():
@@ -57,9 +68,8 @@ def stamped_module():
     the block's half starts and when it has issued its loads), imported from a temporary module."""
     fin = _source(records._finish)
     fin = sub(fin, "def _finish(", "def _finish_clk(CLK, ")
-    fin = sub(fin, "    x, rhs = vec_await_at(", "    c0 = _gt(t)\n    x, rhs = vec_await_at(")
-    fin = sub(fin, "rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)\n",
-              "rhs_at, rhs_at >= 0, N_IN, SENT, NAP, PENDING)\n    c1 = _gt(_dep(x) + _dep(rhs))\n")
+    fin = sub(fin, "    xp, rp = _at(", "    c0 = _gt(t)\n    xp, rp = _at(")
+    fin = sub(fin, "    if TAIL:\n", "    c1 = _gt(_dep(r))\n    if TAIL:\n")
     fin = sub(fin, "        tl.store(OUT + dst, q, mask=dst >= 0)\n",
               "        tl.store(OUT + dst, q, mask=dst >= 0)\n"
               "    c2 = _gt(_dep(q))\n    here = t < N_BLK\n    base = CLK + t.to(tl.int64) * STAMPS\n"
@@ -69,35 +79,67 @@ def stamped_module():
     half = _source(records._half)
     half = sub(half, "def _half(", "def _half_clk(CLK, ")
     half = sub(half, "    qb = _positions(", "    ta = _gt(t)\n    qb = _positions(")
-    half = sub(half, "    _finish(t, px,",
+    half = sub(half, "    _finish(t, spec, px,",
                "    tb = _gt(t)\n    at = CLK + t.to(tl.int64) * STAMPS\n"
                "    tl.store(at + 5, ta, mask=t < N_BLK)\n    tl.store(at + 6, tb, mask=t < N_BLK)\n"
-               "    _finish_clk(CLK, t, px,")
+               "    _finish_clk(CLK, t, spec, px,")
     pipe = _source(records._pipelined)
     pipe = sub(pipe, "def _pipelined(", "def _pipelined_clk(CLK, ")
     pipe = sub(sub(pipe, "= _half(", "= _half_clk(CLK, "), "= _half(", "= _half_clk(CLK, ")
     flow = _source(records._dataflow)
     flow = sub(flow, "def _dataflow(", "def _dataflow_clk(CLK, ")
-    flow = sub(flow, "_pipelined(t, WIDTH,", "_pipelined_clk(CLK, t, WIDTH,")
-    flow = sub(flow, "            _finish(t, px,", "            _finish_clk(CLK, t, px,")
+    flow = sub_all(flow, "_pipelined(t, spec, P, WIDTH,", "_pipelined_clk(CLK, t, spec, P, WIDTH,")
+    flow = sub(flow, "            _finish(t, spec, px,", "            _finish_clk(CLK, t, spec, px,")
     flow = sub(flow, "DIRECT, FOLD)\n            if LOOP and AHEAD > 0 and not STRIDE:",
                "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * STAMPS + 4, _gt(_dep(px) + _dep(a)))\n"
                "            if LOOP and AHEAD > 0 and not STRIDE:")
-    return import_source("tiers_flow_stamped", HEAD + "\n\n".join((fin, half, pipe, flow)))
+    return import_source("tiers_flow_stamped", stamps_head() + HEAD + "\n\n".join((fin, half, pipe, flow)))
 
 
-def analyze(run, clk, programs):
+def record_reads(px, blocks, R, n, meta):
+    """(block, producer) for every record entry that reads another block's output: the records
+    are R lanes of CHUNK slots a block, or with stream widths (_dataflow's CHUNK0, CHUNK1) the
+    first SPLIT_AT blocks' of CHUNK0 and the others' of CHUNK1 after them (records.stream_chunks)."""
+    c0, c1 = meta.get("CHUNK0", 0), meta.get("CHUNK1", 0)
+    if c0:
+        split = meta["SPLIT_AT"]
+        ends = split * R * c0
+        parts = [(px[:ends].reshape(split, R * c0), 0), (px[ends:].reshape(blocks - split, R * c1), split)]
+    else:
+        parts = [(px.reshape(blocks, -1), 0)]
+    blk, prod = [], []
+    for rec, first in parts:
+        b, k = np.nonzero(rec >= n)
+        blk.append(b + first)
+        prod.append((rec[b, k] - n) // R)
+    blk, prod = np.concatenate(blk), np.concatenate(prod)
+    keep = prod != blk
+    return blk[keep], prod[keep]
+
+
+def program_before(blocks, programs, meta):
+    """Per block, the block its program ran before it (−1: its first): with STREAMS the first
+    max(1, P·SHARE0 / 256) programs stride over blocks 0 … SPLIT_AT − 1 and the others over the
+    rest (_dataflow), else every program strides by P (or takes tickets: then this is only the
+    block P tickets earlier)."""
+    t = np.arange(blocks)
+    if not meta.get("STREAMS"):
+        return np.where(t >= programs, t - programs, -1)
+    split, P = meta["SPLIT_AT"], programs
+    p0 = min(max(P * meta["SHARE0"] // 256, 1), P - 1)
+    first = t < split
+    prev = np.where(first, t - p0, t - (P - p0))
+    return np.where(np.where(first, prev >= 0, prev >= split), prev, -1)
+
+
+def analyze(run, clk, programs, meta):
     """Percentiles of each block's segments, and the critical path's split (module docstring)."""
     blocks, sdev = run.plan
     R, n = run.block_rows, run.tables.n1
     T = clk.cpu().numpy().reshape(blocks, STAMPS).astype(np.int64)
     sm_id, rec, half, clk_min = T[:, 3].copy(), T[:, 4], T[:, 5:7], T[:, 0].min()
     T = T[:, :3] - clk_min
-    px = sdev["px"].cpu().numpy().astype(np.int64).reshape(blocks, -1)
-    blk, pos = np.nonzero(px >= n)
-    prod = (px[blk, pos] - n) // R
-    keep = prod != blk
-    blk, prod = blk[keep], prod[keep]
+    blk, prod = record_reads(sdev["px"].cpu().numpy().astype(np.int64), blocks, R, n, meta)
     done = T[prod, 2]
     pred_done, argpred = latest_producers(blocks, blk, prod, done)
     has = argpred >= 0
@@ -107,7 +149,7 @@ def analyze(run, clk, programs):
            "hop_T1_minus_pred": pct(T[has, 1] - pred_done[has]),
            "start_T0_minus_pred": pct(T[has, 0] - pred_done[has]),
            "late_start_frac": round(float(np.mean(T[has, 0] > pred_done[has])), 3)}
-    prev = np.arange(blocks) - programs
+    prev = program_before(blocks, programs, meta)
     pv = prev >= 0
     res["program_gap_T0_minus_prevT2"] = pct(T[pv, 0] - T[prev[pv], 2])
     if (rec[pv] > 0).all():            # the records' arrival (TR), stamped where the loop reads them itself
@@ -133,22 +175,36 @@ def analyze(run, clk, programs):
     return res, T, argpred
 
 
-def call_clk(run, v, kernel):
-    """One call of the package's dataflow path with the stamped kernel in place of _dataflow."""
-    blocks = run.plan[0]
-    clk = torch.zeros(blocks * STAMPS, dtype=torch.int64, device=v.device)
-    orig_kernel, orig_launch = sf._dataflow, sf._launch_claimed
-    saved = run.resident
+class _WithClk:
+    """The stamped kernel as _dataflow_launches takes a kernel: launched with CLK first."""
+
+    def __init__(self, kernel, clk):
+        self.kernel, self.clk = kernel, clk
+        self.arg_names = kernel.arg_names
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.kernel[grid](self.clk, *args, **kwargs)
+
+
+def call_clk(run, v, kernel, seen=None):
+    """One call of the package's dataflow path with the stamped kernel in place of _dataflow, its
+    launches made afresh through the JIT (not the call's kept ones, launch.Bound); `seen` (a dict)
+    gets the launch's grid (programs) and constexprs."""
+    clk = torch.zeros(run.plan[0] * STAMPS, dtype=torch.int64, device=v.device)
+    saved = sf._dataflow, sf.claimed, run.binds, run.launches, run.resident
     run.resident = getattr(run, "resident_clk", None)
 
-    def launch_clk(k, r, count, args, meta, pdl=False):
-        return orig_launch(kernel, r, count, (clk,) + tuple(args), meta, pdl=pdl)
-    sf._dataflow, sf._launch_claimed = kernel, launch_clk
+    def claimed_clk(k, r, count, args, meta, pdl=False):
+        grid, kwargs = launch.claimed(k.kernel, r, count, (k.clk,) + tuple(args), meta, pdl)
+        if seen is not None:
+            seen.update(kwargs, programs=grid[0])
+        return grid, kwargs
+    sf._dataflow, sf.claimed, run.binds, run.launches = _WithClk(kernel, clk), claimed_clk, False, None
     try:
         out = run(v)
     finally:
-        sf._dataflow, sf._launch_claimed = orig_kernel, orig_launch
-        run.resident_clk, run.resident = run.resident, saved
+        run.resident_clk = run.resident
+        sf._dataflow, sf.claimed, run.binds, run.launches, run.resident = saved
     return out, clk
 
 
@@ -156,9 +212,11 @@ def main():
     ck = stamped_module()
     out_dir, cases = sys.argv[1], sys.argv[2].split(",")
     os.makedirs(out_dir, exist_ok=True)
-    dev = torch.device("cuda")
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")    # cpu: a check run (docstring)
+    timed = dev.type == "cuda"
     from triton.testing import do_bench
-    results = {"device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+    results = {"device": torch.cuda.get_device_name(dev) if timed else "cpu (interpreter: not timed)",
+               "torch": torch.__version__,
                "triton": __import__("triton").__version__,
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cases": []}
     saved = {}
@@ -174,17 +232,19 @@ def main():
         out, clk = call_clk(run, v, ck._dataflow_clk)
         ok2, err2, msg2 = bench.check(out, refs, "float64")
         tb, ti = [], []
-        for _ in range(3):
+        for _ in range(3 if timed else 0):
             tb.append(do_bench(lambda: run(v), warmup=25, rep=200, return_mode="median"))
             ti.append(do_bench(lambda: call_clk(run, v, ck._dataflow_clk), warmup=25, rep=200, return_mode="median"))
-        out, clk = call_clk(run, v, ck._dataflow_clk)
-        torch.cuda.synchronize()
-        per_sm = min(run.programs_per_sm, run.resident_clk or run.programs_per_sm)
-        programs = launch._programs(run.plan[0], per_sm, dev)
+        seen = {}
+        out, clk = call_clk(run, v, ck._dataflow_clk, seen)
+        if timed:
+            torch.cuda.synchronize()
         row = {"case": case, "ok": ok, "ok_clk": ok2, "err": max(err, err2), "msg": msg or msg2,
-               "ms": round(float(np.median(tb)), 4), "ms_clk": round(float(np.median(ti)), 4),
-               "early": bool(run.early), "claim": run.claim}
-        res, T, argpred = analyze(run, clk, programs)
+               "ms": round(float(np.median(tb)), 4) if tb else None,
+               "ms_clk": round(float(np.median(ti)), 4) if ti else None,
+               "early": bool(run.early), "claim": run.claim,
+               "streams": {k: seen.get(k) for k in ("STREAMS", "SPLIT_AT", "SHARE0", "CHUNK0", "CHUNK1")}}
+        res, T, argpred = analyze(run, clk, seen["programs"], seen)
         row.update(res)
         saved[case.replace(":", "_")] = np.concatenate([(T // 10).astype(np.int32), argpred[:, None].astype(np.int32)], 1)
         print(json.dumps(row), flush=True)

@@ -7,6 +7,12 @@
 #   bash dev/sparse_fusion/gpu_next.sh tests         # first: STREAM_CHUNKS' kernel has not run the
 #                                                     GPU test selection yet (its A/B and CLI
 #                                                     checked every output)
+#   bash dev/sparse_fusion/gpu_next.sh stamps        # the 27-point factor pairs, stamped on today's
+#                                                     kernel: where a level's 4 µs go (last stamped
+#                                                     2026-12-01, before the unrolled grid steps)
+#   bash dev/sparse_fusion/gpu_next.sh flow_stamps   # the 27-point vector pairs with each stream's
+#                                                     own record width, and the 3D sptrsv_spmv:
+#                                                     the 20-30 µs they take over one solve
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
@@ -38,6 +44,14 @@ case "$1" in
   widths)
     timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64,float32 widths 2>&1 \
       | tee "$OUT/widths.log" | tail -20 ;;
+  stamps)       # checked on the CPU first: TRITON_INTERPRET=1 at size 5 (stamps.py's docstring)
+    timeout 560 python3 dev/sparse_fusion/stamps.py "$OUT/stamps" poisson3d27:64:spilu0_sptrsv:sparse_fusion,\
+poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront 2>&1 | tee "$OUT/stamps.log" \
+      | cut -c1-600 | tail -20 ;;
+  flow_stamps)  # checked on the CPU first: TRITON_INTERPRET=1 at size 4; sm90_dataflow.py --stamped
+    timeout 560 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
+poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
+      2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
   tests)
     TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
       tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \

@@ -11,6 +11,8 @@ row sums was read this way (figures/data/sums_ab_*: SUMS, sums_each_poll).
 
 needs a Triton 3.6 environment (e.g. pip install torch==2.13.0 triton==3.6.0 "numpy<2.3" scipy)
 and the repository on PYTHONPATH; SUMS overrides the runner's `sums` (sums_each_poll's choice).
+`--stamped` compiles flow_stamps.py's stamped copy of the kernel too (registers, spills,
+instructions; written beside OUT as OUT_stamped.*), the check its inline PTX needs before GPU time.
 """
 import os
 import subprocess
@@ -56,7 +58,8 @@ def compile_sm90(fn, args, meta):
 
 
 def main():
-    case, out = sys.argv[1], sys.argv[2]
+    stamped = "--stamped" in sys.argv
+    case, out = [a for a in sys.argv[1:] if a != "--stamped"]
     name, size, pair, *rest = case.split(":")
     dtype = getattr(torch, rest.pop(0)) if rest and not rest[0].isdigit() else torch.float64
     validation.check_triton_device = lambda *a, **k: None    # CPU tensors stand for the GPU's here
@@ -82,6 +85,11 @@ def main():
     sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", out + ".cubin"], capture_output=True, text=True)
     with open(out + ".sass", "w") as f:
         f.write(sass.stdout)
+    if stamped and kernel is sf._dataflow:
+        import flow_stamps
+        clk = torch.empty(run.plan[0] * flow_stamps.STAMPS, dtype=torch.int64)
+        ks = compile_sm90(flow_stamps.stamped_module()._dataflow_clk, (clk,) + tuple(args), meta)
+        print("stamped", *usage(ks, out + "_stamped.cubin"))
 
 
 if __name__ == "__main__":

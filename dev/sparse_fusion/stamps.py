@@ -10,7 +10,11 @@ package's kernels change, the anchors may need to follow (an AssertionError name
 
     python dev/sparse_fusion/stamps.py OUTDIR matrix:size:pair:schedule[:programs_per_sm],...
 
-e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Writes OUTDIR/stamps.json (per case: the
+e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Without a GPU, `TRITON_INTERPRET=1 python
+dev/sparse_fusion/stamps.py OUTDIR poisson3d27:5:spilu0_sptrsv:sparse_fusion` runs the same copy in
+Triton's interpreter with stand-ins for the timer and SM id (a block's program id): it checks the
+anchors, the launch and the analysis, and times nothing — what to run before spending GPU time
+on it. Writes OUTDIR/stamps.json (per case: the
 package's and the stamped kernel's ms, percentiles in µs of every segment, of the start and
 finish relative to the block's latest predecessor, and the same along the critical path) and
 OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). The two chains apart too: a
@@ -85,7 +89,7 @@ def stamped_module():
             "        tl.store(base + 6, _smid(c0.to(tl.int32)).to(tl.int64))\n"
             "        if not DATA:\n            tl.debug_barrier()             # every thread's stores issued")
 
-    return import_source("tiers_stamped", HEAD + hf + "\n\n" + s)
+    return import_source("tiers_stamped", head() + hf + "\n\n" + s)
 
 
 def import_source(name, text):
@@ -116,7 +120,7 @@ def _gt(dep):
 @triton.jit
 def _smid(dep):
     return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1)
-
+{STANDINS}
 
 @triton.jit
 def _dep(x):
@@ -128,6 +132,26 @@ def _dep(x):
 
 
 '''
+
+
+STANDINS = '''
+
+# Triton's interpreter runs no inline PTX: a check run's stand-ins (stamps.py's docstring)
+@triton.jit
+def _gt(dep):
+    return dep.to(tl.int64) + tl.program_id(0).to(tl.int64)
+
+
+@triton.jit
+def _smid(dep):
+    return dep.to(tl.int32) * 0 + tl.program_id(0)
+'''
+
+
+def head():
+    """HEAD as the copies start, with the interpreter's stand-ins for the timer and SM id where
+    TRITON_INTERPRET is set."""
+    return HEAD.replace("{STANDINS}", STANDINS if os.environ.get("TRITON_INTERPRET") == "1" else "")
 
 
 CK = None       # the stamped module, made by main
@@ -287,9 +311,9 @@ def main():
     CK = stamped_module()
     out_dir, cases = sys.argv[1], sys.argv[2].split(",")
     os.makedirs(out_dir, exist_ok=True)
-    dev = torch.device("cuda")
-    props = torch.cuda.get_device_properties(dev)
-    results = {"device": props.name, "torch": torch.__version__, "triton": __import__("triton").__version__,
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")    # cpu: a check run (docstring)
+    timed = dev.type == "cuda"
+    results = {"device": torch.cuda.get_device_properties(dev).name if timed else "cpu (interpreter: not timed)", "torch": torch.__version__, "triton": __import__("triton").__version__,
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cases": []}
     from triton.testing import do_bench
     saved_T = {}
@@ -312,18 +336,20 @@ def main():
         base = lambda: run(v)
         inst = lambda: call_clk(run, v, [])
         tb, ti = [], []
-        for _ in range(3):
+        for _ in range(3 if timed else 0):
             tb.append(do_bench(base, warmup=25, rep=200, return_mode="median"))
             ti.append(do_bench(inst, warmup=25, rep=200, return_mode="median"))
         keep.clear()
         call_clk(run, v, keep)
-        torch.cuda.synchronize()
+        if timed:
+            torch.cuda.synchronize()
         programs = launch._programs(run.plan[0], min(run.programs_per_sm, run.resident_clk or 999), dev)
         res, T = analyze(run, sched, mats, keep[0], programs)
         row = {"case": case, "ok": ok, "err": err, "ok_clk": ok2, "err_clk": err2, "msg": msg or msg2,
                "block_rows": run.block_rows, "programs_per_sm": run.programs_per_sm,
                "resident": run.resident, "resident_clk": run.resident_clk,
-               "ms": round(float(np.median(tb)), 4), "ms_clk": round(float(np.median(ti)), 4),
+               "ms": round(float(np.median(tb)), 4) if tb else None,
+               "ms_clk": round(float(np.median(ti)), 4) if ti else None,
                "rounds": [round(x, 4) for x in tb], "rounds_clk": [round(x, 4) for x in ti],
                "wall_s": round(time.time() - t0, 1), **res}
         print(json.dumps(row), flush=True)
