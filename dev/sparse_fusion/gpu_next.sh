@@ -3,7 +3,12 @@
 # minutes of device time a session). Everything lands under $OUT with the environment it ran in.
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (twice; the second with the
 # code of 0eece33), cli poisson3d27 (vector pairs, with bands; the pairs with an SpMV again after
-# STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. Still owed:
+# STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. A cold machine
+# costs about 10 minutes of the session's 30, so the steps go in as few calls as fit in 600 s:
+#   bash dev/sparse_fusion/gpu_next.sh tests stamps                      (about 6 min by the last runs)
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh flow_stamps \
+#       cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv                        (about 5 min by the last runs)
+# Still owed, one at a time:
 #   bash dev/sparse_fusion/gpu_next.sh tests         # first: STREAM_CHUNKS' kernel has not run the
 #                                                     GPU test selection yet (its A/B and CLI
 #                                                     checked every output)
@@ -26,42 +31,57 @@ set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tiers_out}
 mkdir -p "$OUT"
-{
-  date -u '+%Y-%m-%d %H:%M:%S UTC'
-  git rev-parse HEAD 2>/dev/null || true
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.total --format=csv
-  python3 -c 'import torch, triton, numpy, scipy; print("torch", torch.__version__, "triton", triton.__version__,
+
+step() {    # one step: its name, then (cli) the matrix and the pairs
+  {
+    date -u '+%Y-%m-%d %H:%M:%S UTC'
+    git rev-parse HEAD 2>/dev/null || true
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.total --format=csv
+    python3 -c 'import torch, triton, numpy, scipy; print("torch", torch.__version__, "triton", triton.__version__,
 "numpy", numpy.__version__, "scipy", scipy.__version__)'
-  python3 -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -1
-} > "$OUT/environment_$1.txt"
-case "$1" in
-  band_solve | band_pairs)
-    timeout 560 python3 dev/sparse_fusion/band_probe.py bench "$OUT/band_probe_${1#band_}.json" "${1#band_}" 2>&1 \
-      | tee "$OUT/band_probe_${1#band_}.log" | tail -40 ;;
-  spmv_cost)
-    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/spmv_cost.json" poisson3d27:64,poisson3d:100 \
-      float64,float32 2>&1 | tee "$OUT/spmv_cost.log" | tail -20 ;;
-  widths)
-    timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64,float32 widths 2>&1 \
-      | tee "$OUT/widths.log" | tail -20 ;;
-  stamps)       # checked on the CPU first: TRITON_INTERPRET=1 at size 5 (stamps.py's docstring)
-    timeout 560 python3 dev/sparse_fusion/stamps.py "$OUT/stamps" poisson3d27:64:spilu0_sptrsv:sparse_fusion,\
+    python3 -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -1
+  } > "$OUT/environment_$1${2:+_$2}.txt"
+  case "$1" in
+    band_solve | band_pairs)
+      timeout 560 python3 dev/sparse_fusion/band_probe.py bench "$OUT/band_probe_${1#band_}.json" "${1#band_}" 2>&1 \
+        | tee "$OUT/band_probe_${1#band_}.log" | tail -40 ;;
+    spmv_cost)
+      timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/spmv_cost.json" poisson3d27:64,poisson3d:100 \
+        float64,float32 2>&1 | tee "$OUT/spmv_cost.log" | tail -20 ;;
+    widths)
+      timeout 560 python3 dev/sparse_fusion/spmv_cost.py "$OUT/widths.json" poisson3d27:64 float64,float32 widths 2>&1 \
+        | tee "$OUT/widths.log" | tail -20 ;;
+    stamps)       # checked on the CPU first: TRITON_INTERPRET=1 at size 5 (stamps.py's docstring); about 2 min
+      timeout 300 python3 dev/sparse_fusion/stamps.py "$OUT/stamps" poisson3d27:64:spilu0_sptrsv:sparse_fusion,\
 poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront 2>&1 | tee "$OUT/stamps.log" \
-      | cut -c1-600 | tail -20 ;;
-  flow_stamps)  # checked on the CPU first: TRITON_INTERPRET=1 at size 4; sm90_dataflow.py --stamped
-    timeout 560 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
+        | cut -c1-600 | tail -20 ;;
+    flow_stamps)  # checked on the CPU first: TRITON_INTERPRET=1 at size 4; sm90_dataflow.py --stamped; about 2 min
+      timeout 300 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
 poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
-      2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
-  tests)
-    TIERS_POISON=1 timeout 400 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
-      tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \
-      and (t2 or t3)) or (test_invalid_input and t3))" 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
-    # in a process of their own: a fault in a new kernel must not take the others' results with it
-    TIERS_POISON=1 timeout 150 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
-      tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-  cli)
-    timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
-      --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' | tail -40 ;;
-  *)
-    echo "unknown step $1" >&2; exit 2 ;;
-esac
+        2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
+    tests)        # 2026-12-05: 157-196 s, then 26 s
+      TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
+        tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \
+        and (t2 or t3)) or (test_invalid_input and t3))" 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+      # in a process of their own: a fault in a new kernel must not take the others' results with it
+      TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
+        tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
+    cli)
+      timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
+        --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
+        | tail -40 ;;
+    *)
+      echo "unknown step $1" >&2; return 2 ;;
+  esac
+}
+
+# `cli MATRIX [PAIRS]` as before; otherwise several steps one after another in one call, a cli
+# step written cli:MATRIX[:PAIRS] (their timeouts must add up to under the call's 600 s)
+if [ "${1:-}" = cli ]; then
+  step "$@"
+else
+  for s in "$@"; do
+    IFS=: read -r name matrix pairs <<< "$s"
+    step "$name" ${matrix:+"$matrix"} ${pairs:+"$pairs"}
+  done
+fi
