@@ -1873,6 +1873,39 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
+@pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
+def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
+    """looks_late: a staged held row (stages_steps) reads its late operands again at its late
+    pivots' polls where the runner's `late_look` or, unset, LATE_LOOKS says so (off by default),
+    and no row that is not staged ever does; the launch carries it (LOOK_LATE), and the results
+    are t0's with it on. (The 5- and 7-point grids' pairs run by the lean rows, not this kernel.)"""
+    mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
+    b = np.random.default_rng(_seed("late_look", name, pair)).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, "float64", ("late_look", name, pair))
+    v = _vector(b, "float64")
+    seen = []
+    plain = t3._launch_claimed
+
+    def spy(kernel, run, count, args, meta, pdl=False):
+        seen.append(meta.get("LOOK_LATE"))
+        return plain(kernel, run, count, args, meta, pdl)
+
+    monkeypatch.setattr(t3, "_launch_claimed", spy)
+    run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow")
+    W = run.tables.held(run.block_rows)[0]
+    assert t3.stages_steps(run, W) == staged and not t3.looks_late(run, W)
+    monkeypatch.setattr(t3, "LATE_LOOKS", True)
+    assert t3.looks_late(run, W) == staged
+    run.late_look = False
+    assert not t3.looks_late(run, W)
+    monkeypatch.setattr(t3, "LATE_LOOKS", False)
+    run.late_look = True
+    assert t3.looks_late(run, W) == staged
+    seen.clear()
+    _check(run(v), ref, pair, mats, "float64", "dataflow, late operands looked at")
+    assert (bool(seen) != run.lean) and all(x == staged for x in seen)
+
+
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv", False), ("arrow", "spic0_sptrsv", False)])
 def test_register_cap_rule(name, pair, grid):

@@ -69,15 +69,17 @@ def parse_options(text):
     """{label: (prepare keywords, {attribute: override})} from "a=;b=early:0+programs_per_sm:6":
     integers and true / false where they parse; `early` and `direct` are attributes set on the
     prepared runner (ab_options.py), not keywords, and so is `binds` (`binds:0`: its dataflow
-    call launches through the JIT at every call, t3's BOUND off); `sums:N` sets the runner's
-    `sums` (_dataflow's SUMS: which blocks take their sums at every poll, sums_each_poll)."""
+    call launches through the JIT at every call, t3's BOUND off), and `late_look` (`late_look:1`:
+    a staged factor row reads its late operands at its pivots' polls, t3's looks_late); `sums:N`
+    sets the runner's `sums` (_dataflow's SUMS: which blocks take their sums at every poll,
+    sums_each_poll)."""
     variants = {}
     for item in filter(None, text.split(";")):
         label, _, spec = item.partition("=")
         kw, sets = {}, {}
         for pair in filter(None, spec.split("+")):
             key, _, value = pair.partition(":")
-            if key in ("early", "direct", "binds"):
+            if key in ("early", "direct", "binds", "late_look"):
                 sets[key] = value == "1"
             elif key == "sums":
                 sets[key] = int(value)

@@ -15,7 +15,8 @@ every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first 
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM, slot stride and pair stride) and prints each row.
+resident per SM, slot stride, pair stride, SpMV share and late_look) and prints each row.
+`late_look:1` reads a staged factor row's late operands at its pivots' polls (t3's looks_late).
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
@@ -67,7 +68,7 @@ def main():
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
                                  r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None),
-                                 r.spmv_share]
+                                 r.spmv_share, r.late_look]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

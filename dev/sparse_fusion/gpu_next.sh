@@ -6,8 +6,9 @@
 # STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. A cold machine
 # costs about 10 minutes of the session's 30, so the steps go in as few calls as fit in 600 s:
 #   bash dev/sparse_fusion/gpu_next.sh tests stamps                      (about 6 min by the last runs)
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh flow_stamps \
-#       cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv                        (about 5 min by the last runs)
+#   bash dev/sparse_fusion/gpu_next.sh late_look flow_stamps             (about 5 min, estimated)
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
+#       cli:poisson2d:spilu0_sptrsv,spic0_sptrsv                          (about 5 min, estimated)
 # Still owed, one at a time:
 #   bash dev/sparse_fusion/gpu_next.sh tests         # first: STREAM_CHUNKS' kernel has not run the
 #                                                     GPU test selection yet (its A/B and CLI
@@ -15,6 +16,9 @@
 #   bash dev/sparse_fusion/gpu_next.sh stamps        # the 27-point factor pairs, stamped on today's
 #                                                     kernel: where a level's 4 µs go (last stamped
 #                                                     2026-12-01, before the unrolled grid steps)
+#   bash dev/sparse_fusion/gpu_next.sh late_look     # the staged factor rows' late operands read at
+#                                                     their pivots' polls (LATE_LOOKS, prepared
+#                                                     2026-12-05 from the sm_90 SASS, off), A/B
 #   bash dev/sparse_fusion/gpu_next.sh flow_stamps   # the 27-point vector pairs with each stream's
 #                                                     own record width, and the 3D sptrsv_spmv:
 #                                                     the 20-30 µs they take over one solve
@@ -59,6 +63,11 @@ poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront
       timeout 300 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
 poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
         2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
+    late_look)    # A/B of LATE_LOOKS (t3's looks_late), off by default: staged factor rows only
+      timeout 300 python3 dev/sparse_fusion/ab_options.py "$OUT/late_look_ab.json" \
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
+poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
+        "pkg=;look=late_look:1" 2>&1 | tee "$OUT/late_look_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \

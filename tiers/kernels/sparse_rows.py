@@ -300,6 +300,23 @@ def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr)
 
 
 @triton.jit
+def vec_await_looking(x, xp, px, m, y, yp, my, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
+    """(x, y): x awaited as vec_await_entries awaits it, and at every poll the entries of y over
+    `my` read again without being checked (y itself the load's `other`, as vec_relook's), so that
+    the last poll, the one that finds x in, has also issued a load of y: where y is written with x
+    (a factor row's operands with its pivot, in one store), y's check after it (vec_await_entries)
+    mostly finds y there instead of starting a round trip of its own."""
+    w = _waiting(x, px, m, N_IN, SENT)
+    while tl.max(w.to(tl.int32)) != 0:
+        if NAP > 0:
+            nap(tl.full([], NAP, tl.int32))
+        y = tl.load(yp, mask=my, other=y, volatile=True)
+        x = tl.where(w, tl.load(xp, mask=w, other=0.0, volatile=True), x)
+        w = _waiting(x, px, w, N_IN, SENT)
+    return x, y
+
+
+@triton.jit
 def vec_relook(x, VEC, px, m, N_IN, SENT: tl.constexpr):
     """x, read from VEC[px] over m, read once more where it still holds the sentinel, without
     waiting: issued while other work runs, the load brings a later value for vec_await_entries.
@@ -826,7 +843,8 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
 def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: tl.constexpr,
                 W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
                 SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False, late=0,
-                STAGED: tl.constexpr = False, x=0.0, VEC=None, x_at=0, N_IN=0, LOOK: tl.constexpr = False):
+                STAGED: tl.constexpr = False, x=0.0, VEC=None, x_at=0, N_IN=0, LOOK: tl.constexpr = False,
+                LOOK_LATE: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]) and x. ILU:
@@ -857,7 +875,9 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     run while the rows it reads last are still at work; the late step and those after it wait for
     the rest (held_steps). Returns (w, x): LOOK (with STAGED; t3's relooks) reads x's entries that
     still hold the sentinel (the solve's x_j, VEC[x_at]) once more after the late operands are
-    in, without waiting; else x as given."""
+    in, without waiting; else x as given. LOOK_LATE (with STAGED; t3's looks_late): while the late
+    pivots are polled, every poll also reads the late operands again, unchecked (vec_await_looking),
+    so that their check after the pivots mostly passes without another round trip."""
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
@@ -898,7 +918,11 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             ext1 = tl.permute(ext1, (1, 2, 0))
         w = held_steps(w, ext1, rp, pm & first, loc, mine, 0, tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0),
                        FACTOR, W, S, C, True, APART)
-        piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
+        if LOOK_LATE:                  # the late operands, as they stand after the first stage
+            piv, ext = vec_await_looking(piv, VAL + aux, aux, pm, ext, VAL + other,
+                                         _waiting(ext, other, om, 0, SENT), 0, SENT, NAP)
+        else:
+            piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
         ext = vec_await_entries(ext, VAL + other, other, om, 0, SENT, NAP)
         if LOOK:
             x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)

@@ -908,6 +908,26 @@ def relooks(run, W, dtype) -> bool:
     return stages_steps(run, W) and run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
 
 
+LATE_LOOKS = False
+"""Whether staged held rows read their late operands again at every poll of their late pivots
+(looks_late; held_finish's LOOK_LATE). Not measured: prepared on 2026-12-05 from the sm_90 SASS
+of the 27-point ILU(0) kernel (Triton 3.6, compiled on the development machine's CPU by
+dev/sparse_fusion/sm90_registers.py), in which a row, once its late pivots are in, checks its
+late operands by a poll loop of about 270 instructions a thread (16 masked float64 loads, their
+sentinel compares and selects) whose first pass starts a round trip of its own, although a
+row's operands come in the same store as its pivot. Stamped on 2026-12-01 (before the steps were
+unrolled), a 27-point ILU(0) row's late operands were in 1.9 µs (median) after both its first
+stage and its latest predecessor's store were done (figures/data/clk_probe_*,
+await2_from_max_T2_pred). Off until an A/B decides (dev/sparse_fusion/gpu_next.sh late_look)."""
+
+
+def looks_late(run, W) -> bool:
+    """_syncfree's LOOK_LATE for a staged held row (stages_steps): the runner's own `late_look`
+    where set (dev/sparse_fusion/ab_options.py sets it), else LATE_LOOKS."""
+    own = run.late_look
+    return stages_steps(run, W) and (LATE_LOOKS if own is None else bool(own))
+
+
 def held_grid(tables, W) -> bool:
     """Whether a factor pair's held rows (W > 0) take their pairs as a grid (sparse_rows.grid_layout):
     what the two-stage steps (_syncfree_plan) and the register caps (register_cap) start from."""
@@ -989,7 +1009,8 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
             dict(FACTOR=run.tables.factor, R=run.block_rows, CHUNK=CHUNK, DEPS=DEPS,
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
-                 STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), num_warps=run.num_warps,
+                 STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
+                 num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
 
 
@@ -1533,6 +1554,7 @@ class Prepared:
     spmv_share = 0      # the dataflow records' SpMV programs of their own (spmv_share)
     streams: dict = {}  # and the kernel's arguments for them (stream_args); read, never changed
     launches = None     # the dataflow call's launches, kept by its first call where binds (_dataflow_launches)
+    late_look = None    # a staged factor row's late operands read at its pivots' polls: None, LATE_LOOKS's rule
 
     def __call__(self, vector):
         if self.data or self.lean:
