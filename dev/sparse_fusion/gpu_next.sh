@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sparse-fusion calls a lent GPU owes, in the order to make them (one `run` each; about 30
-# minutes of device time a session). Everything lands under $OUT with the environment it ran in.
+# The sparse-fusion calls a lent GPU owes, in the order to make them (a `run` takes one step or
+# several; about 30 minutes of device time a session). Everything lands under $OUT with the environment it ran in.
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (twice; the second with the
 # code of 0eece33), cli poisson3d27 (vector pairs, with bands; the pairs with an SpMV again after
 # STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. A cold machine
@@ -27,8 +27,9 @@
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson2d spilu0_sptrsv,spic0_sptrsv
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
-# Each command has a timeout below the call's 600 s, so that a kernel that never ends (a new
-# kernel that waits forever) costs that step, not the session.
+# Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
+# that waits forever) costs that step, not the session; steps grouped in one call are cut by the
+# call's own limit too, and what they wrote by then still comes back.
 # The bands executor (tiers/kernels/sparse_fusion_executors/bands.py) runs only the vector pairs;
 # `cli` asks for it beside dataflow, and the CLI skips it where a pair cannot take it.
 set -uo pipefail
@@ -85,7 +86,7 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv
 }
 
 # `cli MATRIX [PAIRS]` as before; otherwise several steps one after another in one call, a cli
-# step written cli:MATRIX[:PAIRS] (their timeouts must add up to under the call's 600 s)
+# step written cli:MATRIX[:PAIRS]
 if [ "${1:-}" = cli ]; then
   step "$@"
 else
