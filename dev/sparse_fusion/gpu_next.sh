@@ -26,6 +26,10 @@
 #                                                     column with kept launches)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson2d spilu0_sptrsv,spic0_sptrsv
+#   bash dev/sparse_fusion/gpu_next.sh widths        # again: float32 27-point spmv_sptrsv with the
+#                                                     SpMV apart and each stream's own width was 5 %
+#                                                     faster in one A/B (0.2445 against 0.2580 ms);
+#                                                     spmv_share's float32 rule waits for a second
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
