@@ -22,8 +22,8 @@ e.g. poisson3d:100:sptrsv_spmv:sparse_fusion. Without a GPU, with TRITON_INTERPR
 sizes, it runs the copy in Triton's interpreter with stand-ins for the timer (stamps.py): a check
 of the anchors, the launch and the analysis before GPU time is spent on it. Writes
 OUTDIR/flow_stamps.json (per case the package's and the stamped kernel's ms, percentiles in µs,
-the critical path's split) and OUTDIR/flow_stamps.npz (per case and block T0, T1, T2 in 10-ns units and the block that wrote
-the last value it read, −1 for none).
+the critical path's split) and OUTDIR/flow_stamps.npz (per case and block T0, T1, T2 in 10-ns
+units and the block that wrote the last value it read, −1 for none).
 """
 import json
 import os

@@ -14,13 +14,13 @@ e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Without a GPU, `TRITON_INTERPRE
 dev/sparse_fusion/stamps.py OUTDIR poisson3d27:5:spilu0_sptrsv:sparse_fusion` runs the same copy in
 Triton's interpreter with stand-ins for the timer and SM id (a block's program id): it checks the
 anchors, the launch and the analysis, and times nothing — what to run before spending GPU time
-on it. Writes OUTDIR/stamps.json (per case: the
-package's and the stamped kernel's ms, percentiles in µs of every segment, of the start and
-finish relative to the block's latest predecessor, and the same along the critical path) and
-OUTDIR/stamps.npz (the first three cases' stamps, in 10-ns units). The two chains apart too: a
-block's T3 against its factor predecessors' T4 (f_hop_*), its T5 against its solve predecessors'
-T5 (x_hop_*), and those against its own T4 (x_pred_T5_minus_own_T4: below 0, the x_j were in
-before the factor row was stored). The factor hop against how many blocks were polling when its
+on it. Writes OUTDIR/stamps.json (per case: the package's and the stamped kernel's ms,
+percentiles in µs of every segment, of the start and finish relative to the block's latest
+predecessor, and the same along the critical path) and OUTDIR/stamps.npz (the first three
+cases' stamps, in 10-ns units). The two chains apart too: a block's T3 against its factor
+predecessors' T4 (f_hop_*), its T5 against its solve predecessors' T5 (x_hop_*), and those
+against its own T4 (x_pred_T5_minus_own_T4: below 0, the x_j were in before the factor row was
+stored). The factor hop against how many blocks were polling when its
 predecessor stored (f_hop_by_pollers), and how many of the critical path's hops run through a
 solve edge (path.via_solve_frac). Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
 2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*; (a variant of b896f67,
@@ -313,7 +313,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")    # cpu: a check run (docstring)
     timed = dev.type == "cuda"
-    results = {"device": torch.cuda.get_device_properties(dev).name if timed else "cpu (interpreter: not timed)", "torch": torch.__version__, "triton": __import__("triton").__version__,
+    results = {"device": torch.cuda.get_device_properties(dev).name if timed else "cpu (interpreter: not timed)",
+               "torch": torch.__version__, "triton": __import__("triton").__version__,
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cases": []}
     from triton.testing import do_bench
     saved_T = {}
