@@ -13,6 +13,7 @@ import torch
 from tiers import fusion_schedules as fs
 from tiers import sparse_matrices as sm
 from tiers.bench import sparse_fusion as bench
+from tiers.kernels.sparse_fusion_executors import records
 from tiers.t3_triton_fused import sparse_fusion as t3
 
 DEV = pathlib.Path(__file__).resolve().parents[1] / "dev" / "sparse_fusion"
@@ -37,7 +38,8 @@ def test_flow_stamps_reads_each_streams_records(probes, monkeypatch):
     """On the 27-point grid, whose streams' records differ in width (STREAM_CHUNKS), the stamped
     copy runs through the call's own path, gives t0's results and stamps every block; the
     (block, producer) pairs the analysis reads from the packed records are those of the plan with
-    one width, and each block's predecessor in its program lies in its own stream."""
+    one width (records.record_reads), and each block's predecessor in its program lies in its own
+    stream."""
     _, flow_stamps = probes
     monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
     A = sm.poisson3d(3, points=27)
@@ -58,8 +60,7 @@ def test_flow_stamps_reads_each_streams_records(probes, monkeypatch):
         blocks = run.plan[0]
         assert (seen["CHUNK0"], seen["CHUNK1"]) == ((16, 32) if own else (0, 0))
         assert (clk.reshape(blocks, flow_stamps.STAMPS)[1:, 0] > 0).all()       # T0 = block + program
-        blk, prod = flow_stamps.record_reads(run.plan[1]["px"].numpy().astype(np.int64), blocks, run.block_rows,
-                                             run.tables.n1, seen)
+        blk, _, prod, _ = records.record_reads(run.plan[1], blocks, run.block_rows, run.slot_stride, run.tables.n1)
         assert len(blk) and (prod >= 0).all() and (prod < blocks).all()
         pairs[own] = set(zip(blk.tolist(), prod.tolist()))
         prev = flow_stamps.program_before(blocks, seen["programs"], seen)

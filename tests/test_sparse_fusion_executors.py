@@ -638,6 +638,32 @@ def test_stream_records_of_their_own_width(monkeypatch):
     assert t3_records.stream_chunks(np.array([3, 5, 0, 27]), 2, 32) == (8, 32)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_record_reads_are_the_joint_dag(dtype, monkeypatch):
+    """records.record_reads lists, from a dataflow plan's packed records, exactly the dependences
+    of the joint DAG between rows of different blocks (every edge, on grids whose rows fit their
+    records): with each stream's own width or one, and with float32's slots a sector apart
+    (slot_stride above R)."""
+    monkeypatch.setattr(t3, "looks_early", lambda schedule, mats, tables: True)
+    for pair, mats, b, _ in _vector_pair_cases((sm.poisson3d(3, points=27), sm.poisson2d(5)), 5, "reads"):
+        s = fs.inspect(pair, *mats, kind="sparse_fusion")
+        dag = sd.joint_dag(pair, *mats)
+        u, v = (np.asarray(x, np.int64) for x in dag.sources())
+        for own in (True, False):
+            monkeypatch.setattr(t3, "STREAM_CHUNKS", own)
+            run = t3.prepare(pair, *mats, like=_vector(b, dtype), executor="dataflow", schedule=s, claim="stride",
+                             programs_per_sm=2)
+            count, dev = run.plan
+            R, n, out = run.block_rows, run.tables.n1, run.tables.out_at
+            dst = dev["dst"].cpu().numpy().astype(np.int64)
+            joint = np.where(dst >= out[1], dst - out[1] + n, dst - out[0])     # lane → joint DAG id
+            t, j, pt, pj = t3_records.record_reads(dev, count, R, run.slot_stride, n)
+            assert (dst[pt * R + pj] >= 0).all()
+            reads = set(zip(joint[pt * R + pj].tolist(), joint[t * R + j].tolist()))
+            assert reads == set(zip(u.tolist(), v.tolist())), (pair, own, dtype)
+            assert dtype == "float64" or run.slot_stride > R
+
+
 def test_sums_each_poll(monkeypatch):
     """sums_each_poll: every block takes its sums at every poll where the pair's blocks run
     together, only the solve's stream where the SpMV runs apart (2 where it comes first,

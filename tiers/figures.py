@@ -547,6 +547,59 @@ def draw_bands(plan, nx, kernel=0, ax=None, title=None):
     return ax
 
 
+def draw_dataflow_blocks(run, nx, axes=None, title=None):
+    """How t3's dataflow executor runs a vector pair (`run`: `prepare(..., executor="dataflow")` of
+    a pair whose blocks are records, on a 2D grid of nx columns in natural order): one panel per
+    kernel, every row a cell at (i mod nx, i div nx), coloured and numbered by its block — the
+    order in which the programs take the blocks; lines are the dependences between blocks inside
+    the kernel (records.record_reads), each a value one block stores and another polls. Kernel 2's
+    reads of kernel 1 are counted in its panel's title. Returns the two Axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.collections import LineCollection
+
+    from tiers.kernels.sparse_fusion_executors.records import record_reads
+
+    count, dev = run.plan
+    R, n, out = run.block_rows, run.tables.n1, run.tables.out_at
+    dst = dev["dst"].cpu().numpy().astype(np.int64)
+    lanes = np.flatnonzero(dst >= 0)
+    kernel = (dst[lanes] >= out[1]).astype(int)
+    row = dst[lanes] - np.asarray(out)[kernel]
+    t, j, pt, pj = record_reads(dev, count, R, run.slot_stride, n)
+    reader, writer = t * R + j, pt * R + pj
+    k_of = np.full(len(dst), -1)
+    k_of[lanes] = kernel
+    row_of = np.full(len(dst), -1)
+    row_of[lanes] = row
+    ny = -(-n // nx)
+    if axes is None:
+        axes = plt.subplots(1, 2, figsize=(min(14, 1 + 1.0 * nx), min(8, 1.2 + 0.5 * ny)))[1]
+    cmap = plt.get_cmap("viridis")
+    for k, ax in enumerate(axes):
+        mine = kernel == k
+        cells, blocks = row[mine], lanes[mine] // R
+        inside = (k_of[reader] == k) & (k_of[writer] == k)
+        u, v = row_of[writer[inside]], row_of[reader[inside]]
+        segs = np.stack([np.stack([u % nx, u // nx], 1), np.stack([v % nx, v // nx], 1)], 1)
+        ax.add_collection(LineCollection(segs, colors="#b0b0b0", lw=0.7, zorder=1))
+        ax.scatter(cells % nx, cells // nx, s=300, c=[cmap(b / max(count - 1, 1)) for b in blocks],
+                   edgecolors="k", linewidths=0.4, zorder=2)
+        for r, b in zip(cells, blocks):
+            ax.annotate(str(b), (r % nx, r // nx), ha="center", va="center", fontsize=6, zorder=3,
+                        color="white" if b < 0.6 * count else "black")
+        ax.set_aspect("equal")
+        ax.invert_yaxis()
+        ax.set_xticks([])
+        ax.set_yticks([])
+        across = int(((k_of[reader] == k) & (k_of[writer] != k)).sum())
+        ax.set_title(f"kernel {k + 1}: {len(np.unique(blocks))} blocks of up to {R} rows\n{int(inside.sum())} reads "
+                     f"between its blocks" + (f", {across} of kernel 1's results" if across else ""), fontsize=8)
+    if title:
+        axes[0].figure.suptitle(title, fontsize=9)
+    return axes
+
+
 FIGURES = {"attention_throughput": attention_throughput, "attention_memory": attention_memory,
            "neighborhood_paper": neighborhood_paper, "neighborhood_field": neighborhood_field,
            "neighborhood_memory": neighborhood_memory, "sparse_attention_speedup": sparse_attention_speedup,

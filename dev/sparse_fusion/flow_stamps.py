@@ -96,27 +96,6 @@ def stamped_module():
     return import_source("tiers_flow_stamped", stamps_head() + HEAD + "\n\n".join((fin, half, pipe, flow)))
 
 
-def record_reads(px, blocks, R, n, meta):
-    """(block, producer) for every record entry that reads another block's output: the records
-    are R lanes of CHUNK slots a block, or with stream widths (_dataflow's CHUNK0, CHUNK1) the
-    first SPLIT_AT blocks' of CHUNK0 and the others' of CHUNK1 after them (records.stream_chunks)."""
-    c0, c1 = meta.get("CHUNK0", 0), meta.get("CHUNK1", 0)
-    if c0:
-        split = meta["SPLIT_AT"]
-        ends = split * R * c0
-        parts = [(px[:ends].reshape(split, R * c0), 0), (px[ends:].reshape(blocks - split, R * c1), split)]
-    else:
-        parts = [(px.reshape(blocks, -1), 0)]
-    blk, prod = [], []
-    for rec, first in parts:
-        b, k = np.nonzero(rec >= n)
-        blk.append(b + first)
-        prod.append((rec[b, k] - n) // R)
-    blk, prod = np.concatenate(blk), np.concatenate(prod)
-    keep = prod != blk
-    return blk[keep], prod[keep]
-
-
 def program_before(blocks, programs, meta):
     """Per block, the block its program ran before it (−1: its first): with STREAMS the first
     max(1, P·SHARE0 / 256) programs stride over blocks 0 … SPLIT_AT − 1 and the others over the
@@ -139,7 +118,9 @@ def analyze(run, clk, programs, meta):
     T = clk.cpu().numpy().reshape(blocks, STAMPS).astype(np.int64)
     sm_id, rec, half, clk_min = T[:, 3].copy(), T[:, 4], T[:, 5:7], T[:, 0].min()
     T = T[:, :3] - clk_min
-    blk, prod = record_reads(sdev["px"].cpu().numpy().astype(np.int64), blocks, R, n, meta)
+    blk, _, prod, _ = records.record_reads(sdev, blocks, R, run.slot_stride, n)
+    keep = prod != blk
+    blk, prod = blk[keep], prod[keep]
     done = T[prod, 2]
     pred_done, argpred = latest_producers(blocks, blk, prod, done)
     has = argpred >= 0

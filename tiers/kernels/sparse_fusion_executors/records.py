@@ -478,6 +478,32 @@ def stream_chunks(used, lanes, C):
     return None if chunks == (C, C) else chunks
 
 
+def record_reads(plan_dev, blocks, R, RS, n):
+    """(block, lane, producer block, producer lane) for every record slot of a _dataflow_plan that
+    reads another block's output: the slot's VEC position n + t·RS + j is lane j of block t. A
+    record is R lanes of CHUNK slots a block, or where the streams' widths differ ("chunks",
+    stream_chunks) the first split_at blocks' lanes of the first width, the others' of the second
+    after them. A row longer than its record reads the rest through the plan's `ent_vec` (TAIL),
+    which this does not list. What the probes (dev/sparse_fusion/flow_stamps.py) and the picture
+    of the blocks (tiers.figures.draw_dataflow_blocks) read the plan by."""
+    px = plan_dev["px"].cpu().numpy().astype(np.int64)
+    chunks = plan_dev.get("chunks")
+    if chunks:
+        split = plan_dev["split_at"]
+        ends = split * R * chunks[0]
+        parts = ((px[:ends].reshape(split * R, chunks[0]), 0), (px[ends:].reshape((blocks - split) * R, chunks[1]),
+                                                                split * R))
+    else:
+        parts = ((px.reshape(blocks * R, -1), 0),)
+    lane, at = [], []
+    for rec, first in parts:
+        s, k = np.nonzero(rec >= n)
+        lane.append(s + first)
+        at.append(rec[s, k] - n)
+    lane, at = np.concatenate(lane), np.concatenate(at)
+    return lane // R, lane % R, at // RS, at % RS
+
+
 HUBS_ALONE = True
 """Whether the dataflow plan gives every row of tail_sum's wide stage (more than 4 record chunks:
 a power-law hub) a block of its own (ticket_blocks' `alone`). The wide stage takes a block's long
