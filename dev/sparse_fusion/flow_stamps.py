@@ -55,12 +55,6 @@ STAMPS = tl.constexpr({STAMPS})
 '''
 
 
-def sub_all(s, old, new):
-    """sub for every place `old` stands (the pipelined loop is called once a stream)."""
-    assert old in s, f"the package's kernel changed; anchor not found: {old[:80]!r}"
-    return s.replace(old, new)
-
-
 def stamped_module():
     """The stamped copies (`_dataflow_clk` and the functions it calls: one more argument, CLK,
     first; STAMPS int64 a block: T0, T1, T2, SM, and where the loop reads the records itself (not
@@ -88,7 +82,7 @@ def stamped_module():
     pipe = sub(sub(pipe, "= _half(", "= _half_clk(CLK, "), "= _half(", "= _half_clk(CLK, ")
     flow = _source(records._dataflow)
     flow = sub(flow, "def _dataflow(", "def _dataflow_clk(CLK, ")
-    flow = sub_all(flow, "_pipelined(t, spec, P, WIDTH,", "_pipelined_clk(CLK, t, spec, P, WIDTH,")
+    flow = sub(flow, "_pipelined(t, spec, P, WIDTH,", "_pipelined_clk(CLK, t, spec, P, WIDTH,", every=True)
     flow = sub(flow, "            _finish(t, spec, px,", "            _finish_clk(CLK, t, spec, px,")
     flow = sub(flow, "DIRECT, FOLD)\n            if LOOP and AHEAD > 0 and not STRIDE:",
                "DIRECT, FOLD)\n            tl.store(CLK + t.to(tl.int64) * STAMPS + 4, _gt(_dep(px) + _dep(a)))\n"

@@ -50,9 +50,11 @@ def _source(fn):
     return textwrap.dedent(inspect.getsource(fn.fn))
 
 
-def sub(s, old, new):
+def sub(s, old, new, every=False):
+    """s with `old` replaced by `new` once (or wherever it stands, with `every`); an
+    AssertionError where the package's kernel no longer has `old`."""
     assert old in s, f"the package's kernel changed; anchor not found: {old[:80]!r}"
-    return s.replace(old, new, 1)
+    return s.replace(old, new, -1 if every else 1)
 
 
 def stamped_module():

@@ -450,10 +450,9 @@ def _dataflow_plan(schedule, mats, tables, R, tickets, device, fold=False, RS=No
     split_at = int((seq[blk_ptr[:-1]] < schedule.n1).sum()) if apart else 0
     chunks = stream_chunks(used, split_at * R, C) if apart and own_widths else None
     if chunks:
-        lanes = split_at * R
         for k in ("px", "pv"):
             full = host[k].reshape(S, C)
-            host[k] = np.concatenate([full[:lanes, :chunks[0]].ravel(), full[lanes:, :chunks[1]].ravel()])
+            host[k] = np.concatenate([full[a:a + m, :w].ravel() for a, m, w in record_lanes(S, C, split_at * R, chunks)])
     dev = rows.to_device(host, device)
     if apart:
         dev["split_at"] = split_at
@@ -478,6 +477,17 @@ def stream_chunks(used, lanes, C):
     return None if chunks == (C, C) else chunks
 
 
+def record_lanes(lanes, chunk, first_lanes=0, chunks=None):
+    """The records' layout in PX and PA as runs of lanes, in the order they lie: ((first lane,
+    lanes, entry slots a lane), ...) — every lane `chunk` slots wide, or with each stream's own
+    width ("chunks", stream_chunks) the first stream's `first_lanes` lanes at chunks[0], then the
+    others at chunks[1]. _dataflow_plan packs the records by it; _dataflow_values and record_reads
+    read them by it."""
+    if not chunks:
+        return ((0, lanes, chunk),)
+    return ((0, first_lanes, chunks[0]), (first_lanes, lanes - first_lanes, chunks[1]))
+
+
 def record_reads(plan_dev, blocks, R, RS, n):
     """(block, lane, producer block, producer lane) for every record slot of a _dataflow_plan that
     reads another block's output: the slot's VEC position n + t·RS + j is lane j of block t. A
@@ -487,16 +497,12 @@ def record_reads(plan_dev, blocks, R, RS, n):
     which this does not list. What the probes (dev/sparse_fusion/flow_stamps.py) and the picture
     of the blocks (tiers.figures.draw_dataflow_blocks) read the plan by."""
     px = plan_dev["px"].cpu().numpy().astype(np.int64)
-    chunks = plan_dev.get("chunks")
-    if chunks:
-        split = plan_dev["split_at"]
-        ends = split * R * chunks[0]
-        parts = ((px[:ends].reshape(split * R, chunks[0]), 0), (px[ends:].reshape((blocks - split) * R, chunks[1]),
-                                                                split * R))
-    else:
-        parts = ((px.reshape(blocks * R, -1), 0),)
-    lane, at = [], []
-    for rec, first in parts:
+    lanes = blocks * R
+    lane, at, start = [], [], 0
+    for first, m, w in record_lanes(lanes, len(px) // max(lanes, 1), plan_dev.get("split_at", 0) * R,
+                                    plan_dev.get("chunks")):
+        rec = px[start:start + m * w].reshape(m, w)
+        start += m * w
         s, k = np.nonzero(rec >= n)
         lane.append(s + first)
         at.append(rec[s, k] - n)
@@ -552,13 +558,12 @@ def _dataflow_values(plan, values):
     dev = plan[1]
     sign = dev["sign"].to(values.dtype)
     pv = dev["pv"].long()
-    if "chunks" in dev:                                # each stream's lanes as wide as its records
-        lanes = dev["split_at"] * (sign.numel() // plan[0])
-        reps = torch.full_like(dev["sign"], dev["chunks"][1], dtype=torch.long)
-        reps[:lanes] = dev["chunks"][0]
-        lane_sign = sign.repeat_interleave(reps)
-    else:
-        lane_sign = sign.repeat_interleave(pv.numel() // max(sign.numel(), 1))
+    lanes = sign.numel()                               # each lane's sign over its record's slots
+    reps = torch.empty(lanes, dtype=torch.long, device=sign.device)
+    for first, m, w in record_lanes(lanes, pv.numel() // max(lanes, 1), dev.get("split_at", 0) * (lanes // plan[0]),
+                                    dev.get("chunks")):
+        reps[first:first + m] = w
+    lane_sign = sign.repeat_interleave(reps)
     a = torch.where(pv >= 0, values[pv.clamp(min=0)] * lane_sign,
                     (pv == -2).to(values.dtype))       # −2: a folded right-hand side (_dataflow_plan)
     diag = dev["diag"].long()
