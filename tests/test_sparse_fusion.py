@@ -272,6 +272,54 @@ def test_reversed_dag_turns_every_dependence_around(pair):
     # so the reversed DAG's levels may take the DAG itself as their successors (_latest_levels)
     np.testing.assert_array_equal(sd.wavefront_levels(rev, reverse=dag), sd.wavefront_levels(rev))
 
+    np.testing.assert_array_equal(sd.reversed_levels(dag), sd.wavefront_levels(rev))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=st.sampled_from(PAIRS), gen=st.sampled_from(GENERATORS), size=st.integers(2, 60),
+       seed=st.integers(0, 2**16))
+def test_joint_levels_from_the_kernels_dags(pair, gen, size, seed):
+    """joint_levels (the inspectors' levels, from each kernel's DAG and the edges between them) and
+    reversed_levels (the latest levels' longest paths to a sink) give what Kahn's algorithm gives
+    on the joint DAG itself and on its reversal, on every pair and generator."""
+    mats = operands(pair, matrix(gen, size, seed))
+    g1, g2, inter = sd.kernel_dags(pair, *mats)
+    dag = sd.joint_from(g1, g2, inter)
+    np.testing.assert_array_equal(sd.joint_levels(g1, g2, inter), sd.wavefront_levels(dag))
+    np.testing.assert_array_equal(sd.reversed_levels(dag), sd.wavefront_levels(dag.reversed()))
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_lbc_on_a_kernels_rows_takes_its_own_dag(gen, pair):
+    """The sub-DAG that LBC builds from the joint DAG on one kernel's rows is that kernel's own DAG
+    (kernel 1 reads no kernel-2 row; kernel 2's edges among themselves are g2's): given it and its
+    levels (`sub`, as the sparse-fusion inspector passes), the same coarse levels and partitions."""
+    mats = operands(pair, matrix(gen, 50, 4))
+    prob = fs._problem(pair, mats)
+    n1, n = prob.dag.n1, prob.dag.n
+    for nodes, g in ((np.arange(n1), prob.g1), (np.arange(n1, n), prob.g2)):
+        built = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, prob.levels, nodes=nodes)
+        given_ = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, prob.levels, nodes=nodes, sub=(g, sd.wavefront_levels(g)))
+        assert all(np.array_equal(a, b) for a, b in zip(built, given_))
+    np.testing.assert_array_equal(prob.levels[:n1], sd.wavefront_levels(prob.g1))
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), edges=st.integers(0, 120), seed=st.integers(0, 2**16))
+def test_wavefront_levels_from_least_levels_by_brute_force(n, edges, seed):
+    """start: each level is max(start, 1 + the largest level among its dependences)."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0, n, edges)
+    u = rng.integers(0, n, edges) % np.maximum(v, 1)
+    keep = u < v
+    dag = sd.dag_from_edges(u[keep], v[keep], n)
+    start = rng.integers(0, 6, n)
+    brute = []
+    for x in range(n):                                     # u < v: ids are a topological order
+        deps = dag.idx[dag.ptr[x]:dag.ptr[x + 1]]
+        brute.append(max([int(start[x])] + [brute[a] + 1 for a in deps.tolist()]))
+    assert sd.wavefront_levels(dag, start=start).tolist() == brute
+
 
 def _symbolic_by_brute_force(A):
     """ilu0_symbolic and ic0_symbolic of A checked entry by entry against dictionaries."""

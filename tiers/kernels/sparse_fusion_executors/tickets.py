@@ -23,7 +23,7 @@ def _latest_levels(schedule, mats, merged=False):
     reversed DAG), cached per schedule."""
     def build():
         dag, level = _ticket_graph(schedule, mats, merged)[:2]
-        return int(level.max(initial=0)) - dags.wavefront_levels(dag.reversed(), reverse=dag)
+        return int(level.max(initial=0)) - dags.reversed_levels(dag)
     return schedule.cached(("latest_levels", merged), build)
 
 
