@@ -16,7 +16,10 @@ variant is the package's defaults. Every runner of a case shares the case's sche
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
 resident per SM, slot stride, pair stride, SpMV share and late_look) and prints each row.
-`late_look:1` reads a staged factor row's late operands at its pivots' polls (t3's looks_late).
+`late_look:1` reads a staged factor row's late operands at its pivots' polls (t3's looks_late);
+`late_sets:1` prepares with LATE_SETS (ILU(0)'s staged rows by their late steps' sets, t3's
+sets_late; patched around prepare), and the row's shape then ends with the plan's staging (0, 1:
+by the first late step, 2: by sets).
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
@@ -51,7 +54,9 @@ def main():
             kw = dict(kw)
             sector, pair_bytes = kw.pop("slot_bytes", None), kw.pop("pair_bytes", None)
             share = kw.pop("spmv_share", None)
-            rule, shares = sf.slot_stride, sf.SPMV_SHARE
+            late_sets = bool(kw.pop("late_sets", False))
+            rule, shares, sets_rule = sf.slot_stride, sf.SPMV_SHARE, sf.LATE_SETS
+            sf.LATE_SETS = late_sets or sets_rule
             if sector:                             # the plan is made in prepare: patched around it
                 sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
             if share is not None:
@@ -59,7 +64,7 @@ def main():
             try:
                 runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
             finally:
-                sf.slot_stride, sf.SPMV_SHARE = rule, shares
+                sf.slot_stride, sf.SPMV_SHARE, sf.LATE_SETS = rule, shares, sets_rule
             for key, value in sets.items():
                 setattr(runs[label], key, value)
             if pair_bytes:                         # read by each call (lean_slots, launch_lean)
@@ -68,7 +73,8 @@ def main():
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
                                  r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None),
-                                 r.spmv_share, r.late_look]
+                                 r.spmv_share, r.late_look,
+                                 r.plan[3] if getattr(r, "data", False) and len(r.plan) == 4 else None]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

@@ -6,7 +6,7 @@
 # STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. A cold machine
 # costs about 10 minutes of the session's 30, so the steps go in as few calls as fit in 600 s:
 #   bash dev/sparse_fusion/gpu_next.sh tests stamps                      (about 6 min by the last runs)
-#   bash dev/sparse_fusion/gpu_next.sh late_look flow_stamps             (about 5 min, estimated)
+#   bash dev/sparse_fusion/gpu_next.sh late_sets flow_stamps             (about 6 min, estimated)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
 #       cli:poisson2d:spilu0_sptrsv,spic0_sptrsv                          (about 5 min, estimated)
 # Still owed, one at a time:
@@ -16,9 +16,14 @@
 #   bash dev/sparse_fusion/gpu_next.sh stamps        # the 27-point factor pairs, stamped on today's
 #                                                     kernel: where a level's 4 µs go (last stamped
 #                                                     2026-12-01, before the unrolled grid steps)
-#   bash dev/sparse_fusion/gpu_next.sh late_look     # the staged factor rows' late operands read at
-#                                                     their pivots' polls (LATE_LOOKS, prepared
-#                                                     2026-12-05 from the sm_90 SASS, off), A/B
+#   bash dev/sparse_fusion/gpu_next.sh late_sets     # the staged factor rows' two variants, off,
+#                                                     prepared 2026-12-05 without a GPU, A/B'd
+#                                                     alone and together: LATE_LOOKS (late operands
+#                                                     read at the late pivots' polls) and LATE_SETS
+#                                                     (the late steps alone in the second stage, at
+#                                                     once; 27-point ILU(0) float64 spills 16 bytes
+#                                                     at the 128-register cap). `late_look` is the
+#                                                     first alone, on the same cases
 #   bash dev/sparse_fusion/gpu_next.sh flow_stamps   # the 27-point vector pairs with each stream's
 #                                                     own record width, and the 3D sptrsv_spmv:
 #                                                     the 20-30 µs they take over one solve
@@ -73,6 +78,12 @@ poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fus
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
 poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
         "pkg=;look=late_look:1" 2>&1 | tee "$OUT/late_look_ab.log" | cut -c1-400 | tail -12 ;;
+    late_sets)    # A/B of LATE_SETS (t3's sets_late) and LATE_LOOKS, both off by default: the staged rows
+      timeout 420 python3 dev/sparse_fusion/ab_options.py "$OUT/late_sets_ab.json" \
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
+poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
+        "pkg=;sets=late_sets:1;look=late_look:1;both=late_sets:1+late_look:1" 2>&1 | tee "$OUT/late_sets_ab.log" \
+        | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or (tier_matches_t0 \
