@@ -156,11 +156,21 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
         seg[at] = 4 * lane[v] + 2 * (k == 0) + (k == c - 1)
 
     # the rows that are not cut, all at once: their entries, then their right-hand sides, then the
-    # one empty slot of a row with neither (its position and value index stay −1)
+    # one empty slot of a row with neither (its position and value index stay −1). The entries'
+    # slots run on from each row's first: per row once, then repeated along its entries, not
+    # gathered per entry (the power-law sptrsv_spmv's flat_plan 3.1–3.6 s against 4.2–4.6, the
+    # same plan: figures/data/flat_plan_host_cpu_2026-12-05.txt)
     plain = np.flatnonzero(items[seq] <= W)
     i, c = seq[plain], cnt[plain]
-    row, e = dags.expand_ranges(tables.ent_ptr[i], tables.ent_ptr[i + 1])
-    put(plain[row], c[row], e - tables.ent_ptr[i][row], where[tables.ent_aux[e]], tables.ent_val[e], tables.sign[i][row])
+    e0, n_e = tables.ent_ptr[i].astype(np.int64), lens[i]
+    _, e = dags.expand_ranges(e0, e0 + n_e)
+    at = np.repeat(blk[plain] * W + off[plain] - e0, n_e) + e
+    px[at], pv[at], sg[at] = where[tables.ent_aux[e]], tables.ent_val[e], np.repeat(tables.sign[i], n_e)
+    ends = np.cumsum(n_e)
+    edge = np.zeros(len(e), dtype=np.int8)                # 2: a row's first slot, 1: its last
+    edge[(ends - n_e)[n_e > 0]] = 2
+    edge[(ends - 1)[(n_e > 0) & (n_e == c)]] += 1
+    seg[at] = np.repeat(4 * lane[plain], n_e) + edge
     rh = np.flatnonzero(has_rhs[i])
     put(plain[rh], c[rh], lens[i[rh]], where[tables.rhs[i[rh]]], -2, 1)
     none = np.flatnonzero(items[i] == 0)
