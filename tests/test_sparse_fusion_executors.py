@@ -1915,6 +1915,7 @@ def _staged_case(name, pair, seed, tag, flag, monkeypatch):
     monkeypatch.setattr(t3, "_launch_claimed", spy)
     return mats, ref, _vector(b, "float64"), seen
 
+
 @pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
 def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     """looks_late: a staged held row (stages_steps) reads its late operands again at its late
@@ -1980,6 +1981,7 @@ def test_late_sets_refuse_a_late_step_read_by_another():
         bits = rows.step_bits(T.n1, T.ent_ptr, T.ent_val, T.upd_ptr, T.upd_a, T.fac_ptr)
         sets = rows.late_sets(T.n1, T.ent_ptr, T.ent_val, T.factor_pattern[1], level, bits, T.factor)
         assert (sets is None) == refused, pair
+
 
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv", False), ("arrow", "spic0_sptrsv", False)])

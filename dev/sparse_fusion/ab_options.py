@@ -17,8 +17,8 @@ and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
 resident per SM, slot stride, pair stride, SpMV share and late_look) and prints each row.
 `late_look:1` reads a staged factor row's late operands at its pivots' polls (t3's looks_late);
-`late_sets:1` prepares with LATE_SETS (ILU(0)'s staged rows by their late steps' sets, t3's
-sets_late; patched around prepare), and the row's shape then ends with the plan's staging (0, 1:
+`late_sets:1` prepares with LATE_SETS (staged rows by their late steps' sets, t3's sets_late;
+patched around prepare), and the row's shape then ends with the plan's staging (0, 1:
 by the first late step, 2: by sets).
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
