@@ -240,17 +240,20 @@ class _Problem(NamedTuple):
     reuse: float             # reuse_ratio
     g1: dags.DAG             # kernel 1's DAG and kernel 2's, which the joint DAG is built from
     g2: dags.DAG
+    w2: np.ndarray | None    # kernel 2's DAG's own levels, where asked (own_levels)
 
 
-def _problem(pair, matrices) -> _Problem:
-    """Validate the matrices once and derive what every inspector needs."""
+def _problem(pair, matrices, own_levels=False) -> _Problem:
+    """Validate the matrices once and derive what every inspector needs; with own_levels
+    (sparse fusion's, which places kernel 2 by them) kernel 2's own levels too, taken once."""
     from tiers.validation import validate_fusion_matrices
 
     mats = validate_fusion_matrices(pair, matrices)
     g1, g2, inter = dags.kernel_dags(pair, *mats)
     dag = dags.joint_from(g1, g2, inter)
-    return _Problem(pair, dag, dags.joint_levels(g1, g2, inter), dags.joint_cost(pair, *mats), fingerprint(pair, *mats),
-                    dags.reuse_ratio(pair, *mats), g1, g2)
+    w2 = dags.wavefront_levels(g2) if own_levels else None
+    return _Problem(pair, dag, dags.joint_levels(g1, g2, inter, w2), dags.joint_cost(pair, *mats),
+                    fingerprint(pair, *mats), dags.reuse_ratio(pair, *mats), g1, g2, w2)
 
 
 def _workers(workers):
@@ -448,17 +451,17 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
     _no_options("sparse_fusion", options)
     W = _workers(workers)
     slack = _slack(slack)
-    prob = _problem(pair, matrices)
-    dag, cost, wl, g1, g2 = prob.dag, prob.cost, prob.levels, prob.g1, prob.g2
+    prob = _problem(pair, matrices, own_levels=True)
+    dag, cost, wl, g1, g2, w2 = prob.dag, prob.cost, prob.levels, prob.g1, prob.g2, prob.w2
     if packing is None:
         packing = "interleaved" if prob.reuse > 1 else "separated"
     if packing not in ("interleaved", "separated"):
         raise ValueError(f"packing must be 'interleaved' or 'separated', got {packing!r}")
     n1, n = dag.n1, dag.n
     if g1.edges == 0 and g2.edges > 0:
-        level, part, key = _fuse_tail_first(dag, g2, cost, W, slack, wl)
+        level, part, key = _fuse_tail_first(dag, g2, w2, cost, W, slack, wl)
     else:
-        level, part, key = _fuse_head_first(dag, g1, g2, cost, W, slack, wl)
+        level, part, key = _fuse_head_first(dag, g1, w2, cost, W, slack, wl)
     if packing == "separated":
         key = (np.arange(n) >= n1) * (2 * n + 2) + key
     s = _assemble("sparse_fusion", prob, level, part, key, packing=packing, workers=W)
@@ -518,7 +521,7 @@ def _least_loaded_by(load, t, costs):
     return out
 
 
-def _fuse_head_first(dag, g1, g2, cost, W, slack, wl):
+def _fuse_head_first(dag, g1, w2, cost, W, slack, wl):
     """Kernel 1 has the loop-carried dependences (or both do): LBC on kernel 1, then kernel 2's
     iterations in their own wavefront order, each fused into its dependences' partition when
     those at the latest level share one, else put one level later on the least loaded bin."""
@@ -537,8 +540,7 @@ def _fuse_head_first(dag, g1, g2, cost, W, slack, wl):
     # would serialise what the next level can run in parallel
     grow = 1 + cost[n1:].sum() / max(cost[:n1].sum(), 1)
     cap = (1 + slack) * grow * load.max(axis=1)
-    w2 = dags.wavefront_levels(g2)
-    by2 = dags.stable_order(w2)
+    by2 = dags.stable_order(w2)                # kernel 2's rows by their own levels
     bounds = np.searchsorted(w2[by2], np.arange(int(w2.max(initial=-1)) + 2))
     for l in range(len(bounds) - 1):
         vs = by2[bounds[l]:bounds[l + 1]] + n1
@@ -592,13 +594,13 @@ def _fits(load, cap, lv, pt, c):
     return ok
 
 
-def _fuse_tail_first(dag, g2, cost, W, slack, wl):
+def _fuse_tail_first(dag, g2, w2, cost, W, slack, wl):
     """Kernel 1 has no dependences of its own (SpMV first): LBC on kernel 2, then every
     kernel-1 iteration joins the partition of its consumers when those at their earliest level
     share one — placed just before its first consumer — else one level earlier."""
     n1, n = dag.n1, dag.n
     k2 = np.arange(n1, n, dtype=np.int64)
-    level, part = _lbc_assign(dag, cost, W, slack, wl, nodes=k2, sub=(g2, dags.wavefront_levels(g2)))
+    level, part = _lbc_assign(dag, cost, W, slack, wl, nodes=k2, sub=(g2, w2))
     key = 2 * wl
     u, v = dag.sources()
     cross = (u < n1) & (v >= n1)

@@ -436,14 +436,15 @@ def _kahn(indeg, sptr, succ, describe, start=None) -> np.ndarray:
     return level
 
 
-def joint_levels(g1: DAG, g2: DAG, inter) -> np.ndarray:
+def joint_levels(g1: DAG, g2: DAG, inter, w2=None) -> np.ndarray:
     """wavefront_levels(joint_from(g1, g2, inter)) from the kernels' own DAGs: kernel 1 needs
     nothing of kernel 2, so its rows keep their levels in g1, and a kernel-2 row starts one level after the latest kernel-1 row it reads; only g2's edges are
     walked from there. The inter-kernel edges, most of the power-law graph's sptrsv_spmv joint DAG
     (7M of 10M), are read once instead of reversed and walked: 0.51 s against 1.28 there, the
     same levels; on the pairs whose kernels both have edges within 10 % either way (development
     machine's CPU, 2026-12-05; the inspector as a whole: figures/data/
-    inspector_joint_levels_cpu_2026-12-05.txt)."""
+    inspector_joint_levels_cpu_2026-12-05.txt). w2: g2's own wavefront levels, if the caller
+    has them."""
     l1 = wavefront_levels(g1)
     u, i = (np.asarray(x, dtype=np.int64) for x in inter)
     start = np.zeros(g2.n, dtype=np.int64)
@@ -455,7 +456,7 @@ def joint_levels(g1: DAG, g2: DAG, inter) -> np.ndarray:
     if g2.edges == 0:
         l2 = start
     elif start.size and start.min() == start.max():   # every row one level after the same one
-        l2 = wavefront_levels(g2) + start[0]
+        l2 = (wavefront_levels(g2) if w2 is None else w2) + start[0]
     else:
         l2 = wavefront_levels(g2, start=start)
     return np.concatenate([l1, l2])

@@ -1329,6 +1329,14 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     return bits
 
 
+def _late_entries(n1, ent_ptr, ent_val, factor_indices, level):
+    """(each factor step's row, whether it is late): its other row (the pivot row k of ILU(0)'s
+    step (i, k), row j of IC(0)'s (i, j); never the diagonal) lies one level below row i."""
+    srow = dags.row_ids(np.asarray(ent_ptr[:n1 + 1], dtype=np.int64))
+    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
+    return srow, (col < srow) & (level[col] == level[srow] - 1)
+
+
 def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
     """Per factor row, its first *late* step: the first whose other row (the pivot row k of ILU(0)'s
     step (i, k), row j of IC(0)'s (i, j)) lies one level below row i in the factor's DAG (`level`:
@@ -1341,14 +1349,11 @@ def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
     row at (+1, +1, −1); on the 5- and 7-point grids every lower neighbour lies one level below,
     so it is the first."""
     n1 = int(n1)
-    srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
-    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
-    late = (col < srow) & (level[col] == level[srow] - 1)
+    srow, late = _late_entries(n1, ent_ptr, ent_val, factor_indices, level)
     first = np.diff(ent_ptr[:n1 + 1]).astype(np.int32)
     r, at = np.unique(srow[late], return_index=True)
     first[r] = (np.flatnonzero(late)[at] - ent_ptr[r]).astype(np.int32)
     return first
-
 
 
 def late_sets(n1, ent_ptr, ent_val, factor_indices, level, step_bits, factor=ILU):
@@ -1370,10 +1375,8 @@ def late_sets(n1, ent_ptr, ent_val, factor_indices, level, step_bits, factor=ILU
     steps = np.diff(ep)
     if n1 == 0 or steps.max(initial=0) > 31:
         return None
-    srow = dags.row_ids(ep)
+    srow, late = _late_entries(n1, ent_ptr, ent_val, factor_indices, level)
     loc = np.arange(len(srow), dtype=np.int64) - ep[srow]
-    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
-    late = (col < srow) & (level[col] == level[srow] - 1)
     bits = np.asarray(step_bits[:len(srow)], dtype=np.int64)
     written = np.zeros(n1, dtype=np.int64)           # ILU(0): entries the row's late steps so far write
     sets = np.zeros(n1, dtype=np.int64)
