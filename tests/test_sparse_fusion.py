@@ -730,6 +730,33 @@ def test_t1_property(gen, size, seed, pair, kind, workers, dtype):
     check_against_t0("t1_torch", pair, mats, b, dtype, s)
 
 
+def _degenerate(name):
+    """SPD matrices at the edges of what the executors meet, which the generators do not make:
+    one row; a diagonal (no dependence at all); an arrow (row and column 0 full, a hub that every
+    other row reads and that reads every other row); a dense 3 × 3 (every row reads every earlier
+    one, a triangle of updates)."""
+    n = {"one_row": 1, "diagonal": 5, "arrow": 7, "dense3": 3}[name]
+    A = np.diag(np.full(n, 4.0 if name == "dense3" else 2.0 * n))
+    if name == "arrow":
+        A[0, 1:] = A[1:, 0] = 1.0
+    if name == "dense3":
+        A += 1.0 - np.eye(3)
+    return sd.csr(sp.csr_matrix(A))
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=_kid)
+@pytest.mark.parametrize("name", ("one_row", "diagonal", "arrow", "dense3"))
+@pytest.mark.parametrize("tier", TIERS)
+def test_degenerate_matrices(tier, name, kind):
+    rng = np.random.default_rng(_seed("degenerate", tier, name, _kid(kind)))
+    A = _randomised(_degenerate(name), rng)
+    dtype = "float32" if tier == "t0_numpy" else "float64"
+    for pair in PAIRS:
+        mats = operands(pair, A)
+        s = None if kind is None else fs.inspect(pair, *mats, kind=kind, workers=2)
+        check_against_t0(tier, pair, mats, rng.standard_normal(A.shape[0]), dtype, s)
+
+
 @pytest.mark.parametrize("pair", PAIRS)
 @pytest.mark.parametrize("tier", TIERS)
 def test_schedule_reused_with_new_values(tier, pair):

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
-from tests.test_sparse_fusion import _ic0_breaks_at_3, _ilu0_breaks_at_1, factor_pattern, matrix, operands, values_of
+from tests.test_sparse_fusion import (_degenerate, _ic0_breaks_at_3, _ilu0_breaks_at_1, factor_pattern, matrix, operands,
+                                      values_of)
 from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
@@ -1039,15 +1040,18 @@ def test_syncfree_block_sizes(block_rows, num_warps, executor):
                "float64", f"R={block_rows} {pair}")
 
 
+@pytest.mark.parametrize("name", ("one_row", "diagonal", "arrow", "dense3"))
 @pytest.mark.parametrize("executor", t3.EXECUTORS)
-def test_one_row(executor):
-    A = sm.poisson2d(1)
+def test_degenerate_matrices(executor, name):
+    """Every executor on the degenerate matrices of tests/test_sparse_fusion.py (_degenerate): one
+    row, no dependence, one hub row and column, every row reading every earlier one."""
+    A = _degenerate(name)
     for pair in (p for p in PAIRS if executor in t3.executors_for(p)):
         mats = operands(pair, A)
-        b = np.array([3.0])
+        b = np.random.default_rng(_seed("degenerate", name, pair)).standard_normal(A.shape[0])
         v = _vector(b, "float64")
         out = t3.prepare(pair, *mats, like=v, executor=executor)(v)
-        _check(out, _reference(pair, mats, b, "float64", ("one", pair)), pair, mats, "float64", pair)
+        _check(out, _reference(pair, mats, b, "float64", (name, pair)), pair, mats, "float64", f"{name} {pair}")
 
 
 @pytest.mark.parametrize("steps", [1, 3, 64])
