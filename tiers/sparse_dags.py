@@ -386,17 +386,16 @@ def reuse_ratio(pair: str, *matrices) -> float:
     return shared / max(A.shape[0], 1)
 
 
-def wavefront_levels(dag: DAG, reverse: DAG | None = None, start=None) -> np.ndarray:
+def wavefront_levels(dag: DAG, start=None) -> np.ndarray:
     """Level of every iteration: 0 without dependences, else 1 + the largest level among them
     (the longest path from a source). Kahn's algorithm one frontier at a time: each step is a
     few NumPy calls over the frontier's successors, so the cost is O(edges) plus O(levels)
     calls; the in-degrees fall by np.subtract.at rather than by np.unique's counts, whose sort
     took about half the time (1.3–2× faster on the benchmark DAGs, the same levels:
-    figures/data/inspector_stable_sort_cpu_*). reverse: dag.reversed(), if the caller has it.
-    start: a least level per iteration (joint_levels: what a second kernel's rows inherit from
-    the first's), each level then max(start, 1 + the largest level among its dependences).
-    Raises ValueError on a cycle."""
-    rev = reverse if reverse is not None else dag.reversed()
+    figures/data/inspector_stable_sort_cpu_*). start: a least level per iteration (joint_levels:
+    what a second kernel's rows inherit from the first's), each level then max(start, 1 + the
+    largest level among its dependences). Raises ValueError on a cycle."""
+    rev = dag.reversed()
     return _kahn(np.diff(dag.ptr).astype(np.int64), rev.ptr, rev.idx, dag.describe, start)
 
 
