@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
-from tests.test_sparse_fusion import (_degenerate, _ic0_breaks_at_3, _ilu0_breaks_at_1, factor_pattern, matrix, operands,
-                                      values_of)
+from tests.test_sparse_fusion import (_degenerate, _ic0_breaks_at_3, _ilu0_breaks_at_1, _randomised, factor_pattern,
+                                      matrix, operands, values_of)
 from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
@@ -1044,8 +1044,10 @@ def test_syncfree_block_sizes(block_rows, num_warps, executor):
 @pytest.mark.parametrize("executor", t3.EXECUTORS)
 def test_degenerate_matrices(executor, name):
     """Every executor on the degenerate matrices of tests/test_sparse_fusion.py (_degenerate): one
-    row, no dependence, one hub row and column, every row reading every earlier one."""
-    A = _degenerate(name)
+    row, no dependence, one hub row and column, every row reading every earlier one. The values
+    and vectors are drawn per matrix and pair, not per executor, so the executors share the
+    cached references."""
+    A = _randomised(_degenerate(name), np.random.default_rng(_seed("degenerate", name)))
     for pair in (p for p in PAIRS if executor in t3.executors_for(p)):
         mats = operands(pair, A)
         b = np.random.default_rng(_seed("degenerate", name, pair)).standard_normal(A.shape[0])
