@@ -297,8 +297,8 @@ def test_lbc_on_a_kernels_rows_takes_its_own_dag(gen, pair):
     prob = fs._problem(pair, mats)
     n1, n = prob.dag.n1, prob.dag.n
     for nodes, g in ((np.arange(n1), prob.g1), (np.arange(n1, n), prob.g2)):
-        built = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, prob.levels, nodes=nodes)
-        given_ = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, prob.levels, nodes=nodes, sub=(g, sd.wavefront_levels(g)))
+        built = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, nodes=nodes)
+        given_ = fs._lbc_assign(prob.dag, prob.cost, 4, 0.1, nodes=nodes, sub=(g, sd.wavefront_levels(g)))
         assert all(np.array_equal(a, b) for a, b in zip(built, given_))
     np.testing.assert_array_equal(prob.levels[:n1], sd.wavefront_levels(prob.g1))
 

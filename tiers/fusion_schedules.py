@@ -321,7 +321,7 @@ def lbc(pair: str, *matrices, workers=None, slack: float = 0.1, **options) -> Sc
     _no_options("lbc", options)
     W = _workers(workers)
     prob = _problem(pair, matrices)
-    level, part = _lbc_assign(prob.dag, prob.cost, W, _slack(slack), prob.levels, sub=(prob.dag, prob.levels))
+    level, part = _lbc_assign(prob.dag, prob.cost, W, _slack(slack), sub=(prob.dag, prob.levels))
     return _assemble("lbc", prob, level, part, prob.levels, packing="", workers=W)
 
 
@@ -361,7 +361,7 @@ def _pack(comp_cost, W) -> np.ndarray:
     return bins
 
 
-def _lbc_assign(dag, cost, W, slack, wl, nodes=None, sub=None):
+def _lbc_assign(dag, cost, W, slack, nodes=None, sub=None):
     """LBC on the sub-DAG induced by `nodes` (default all; dependences on other iterations are
     taken as already satisfied). Returns (coarse level, partition label) per node of the DAG
     (−1 outside `nodes`), with levels 0.. and labels unique within a level. sub: (that sub-DAG
@@ -468,7 +468,7 @@ def sparse_fusion(pair: str, *matrices, workers=None, slack: float = 0.1, packin
     if s.levels() > int(wl.max(initial=-1)) + 1:
         # a DAG where placing kernel 2 costs levels (not met on the test matrices): coarsen the
         # joint DAG instead, which never has more levels than its wavefronts
-        level, part = _lbc_assign(dag, cost, W, slack, wl, sub=(dag, wl))
+        level, part = _lbc_assign(dag, cost, W, slack, sub=(dag, wl))
         s = _assemble("sparse_fusion", prob, level, part, 2 * wl, packing=packing, workers=W)
     return s
 
@@ -529,7 +529,7 @@ def _fuse_head_first(dag, g1, w2, cost, W, slack, wl):
     level = np.full(n, -1, dtype=np.int64)
     part = np.full(n, -1, dtype=np.int64)
     k1 = np.arange(n1, dtype=np.int64)
-    l1, p1 = _lbc_assign(dag, cost, W, slack, wl, nodes=k1, sub=(g1, wl[:n1]))    # kernel 1 reads no kernel-2 row
+    l1, p1 = _lbc_assign(dag, cost, W, slack, nodes=k1, sub=(g1, wl[:n1]))    # kernel 1 reads no kernel-2 row
     level[:n1], part[:n1] = l1[:n1], p1[:n1]
     S = int(level[:n1].max(initial=-1)) + 1
     load = np.zeros((max(S, 1), W))
@@ -571,7 +571,7 @@ def _fuse_head_first(dag, g1, w2, cost, W, slack, wl):
         np.add.at(load, (t, bins), cost[sel])
     rest_nodes = np.flatnonzero(level == REST)
     if rest_nodes.size:
-        lr, pr = _lbc_assign(dag, cost, W, slack, wl, nodes=rest_nodes)
+        lr, pr = _lbc_assign(dag, cost, W, slack, nodes=rest_nodes)
         level[rest_nodes] = S + lr[rest_nodes]
         part[rest_nodes] = pr[rest_nodes]
     return level, part, 2 * wl
@@ -600,7 +600,7 @@ def _fuse_tail_first(dag, g2, w2, cost, W, slack, wl):
     share one — placed just before its first consumer — else one level earlier."""
     n1, n = dag.n1, dag.n
     k2 = np.arange(n1, n, dtype=np.int64)
-    level, part = _lbc_assign(dag, cost, W, slack, wl, nodes=k2, sub=(g2, w2))
+    level, part = _lbc_assign(dag, cost, W, slack, nodes=k2, sub=(g2, w2))
     key = 2 * wl
     u, v = dag.sources()
     cross = (u < n1) & (v >= n1)
