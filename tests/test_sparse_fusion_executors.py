@@ -1925,15 +1925,16 @@ def _staged_case(name, pair, seed, tag, flag, monkeypatch):
 @pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
 def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     """looks_late: a staged held row (stages_steps) reads its late operands again at its late
-    pivots' polls where the runner's `late_look` or, unset, LATE_LOOKS says so (off by default),
+    pivots' polls where the runner's `late_look` or, unset, LATE_LOOKS says so (on by default),
     and no row that is not staged ever does; the launch carries it (LOOK_LATE), and the results
     are t0's with it on. (The 5- and 7-point grids' pairs run by the lean rows, not this kernel.)"""
     mats, ref, v, seen = _staged_case(name, pair, 2, "late_look", "LOOK_LATE", monkeypatch)
     run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
-    assert t3.stages_steps(run, W) == staged and not t3.looks_late(run, W)
+    assert t3.stages_steps(run, W) == staged and t3.looks_late(run, W) == staged
+    monkeypatch.setattr(t3, "LATE_LOOKS", False)
+    assert not t3.looks_late(run, W)
     monkeypatch.setattr(t3, "LATE_LOOKS", True)
-    assert t3.looks_late(run, W) == staged
     run.late_look = False
     assert not t3.looks_late(run, W)
     monkeypatch.setattr(t3, "LATE_LOOKS", False)

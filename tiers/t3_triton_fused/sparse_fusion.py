@@ -917,17 +917,17 @@ def relooks(run, W, dtype) -> bool:
     return stages_steps(run, W) and run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
 
 
-LATE_LOOKS = False
+LATE_LOOKS = True
 """Whether staged held rows read their late operands again at every poll of their late pivots
-(looks_late; held_finish's LOOK_LATE). Not measured: prepared on 2026-12-05 from the sm_90 SASS
-of the 27-point ILU(0) kernel (Triton 3.6, compiled on the development machine's CPU by
-dev/sparse_fusion/sm90_registers.py), in which a row, once its late pivots are in, checks its
-late operands by a poll loop of about 270 instructions a thread (16 masked float64 loads, their
-sentinel compares and selects) whose first pass starts a round trip of its own, although a
-row's operands come in the same store as its pivot. Stamped on 2026-12-01 (before the steps were
-unrolled), a 27-point ILU(0) row's late operands were in 1.9 µs (median) after both its first
-stage and its latest predecessor's store were done (figures/data/clk_probe_*,
-await2_from_max_T2_pred). Off until an A/B decides (dev/sparse_fusion/gpu_next.sh late_look)."""
+(looks_late; held_finish's LOOK_LATE). Without it a row, once its late pivots are in, checks its
+late operands by a poll loop of its own (about 270 sm_90 instructions a thread in the 27-point
+ILU(0) kernel: 16 masked float64 loads, their sentinel compares and selects) whose first pass
+starts another round trip, although a row's operands come in the same store as its pivot;
+stamped on 2026-12-01, those operands were in 1.9 µs (median) after the row's first stage and
+its latest predecessor's store (figures/data/clk_probe_*, await2_from_max_T2_pred). On since the
+A/B of 2026-12-05 (NVIDIA H200, figures/data/ab_late_sets_*, median of 5 rounds, off → on):
+27-point ILU(0) float64 1.801 → 1.598 ms, IC(0) 1.784 → 1.476, ILU(0) float32 1.504 → 1.386;
+power-law IC(0) 0.604 → 0.611 (rounds 0.59–0.65 on both sides: no difference)."""
 
 
 def looks_late(run, W) -> bool:
