@@ -570,11 +570,11 @@ def _claimed_meta(monkeypatch, keys):
 
 def test_spmv_programs_apart(monkeypatch):
     """spmv_share: where the pipeline runs (the 27-point grid's long records) the pairs with an
-    SpMV run its blocks on programs of their own in float64 — the plan puts kernel 1's blocks
+    SpMV run its blocks on programs of their own, in both dtypes — the plan puts kernel 1's blocks
     first and records where kernel 2's start (split_at), and the launch says which share of the
     programs takes the first stream (SHARE0: the SpMV's share where it is kernel 1, the rest
-    where it is kernel 2). Not for two solves, not without the pipeline (2D grid), not in
-    float32 on long records, not with SPMV_SHARE empty; every result is t0's."""
+    where it is kernel 2). Not for two solves, not without the pipeline (2D grid), not with
+    SPMV_SHARE empty; every result is t0's."""
     launches = _claimed_meta(monkeypatch, ("STREAMS", "SPLIT_AT", "SHARE0"))
     for shares in (dict(t3.SPMV_SHARE), {}):
         monkeypatch.setattr(t3, "SPMV_SHARE", shares)
@@ -585,9 +585,9 @@ def test_spmv_programs_apart(monkeypatch):
             run = t3.prepare(pair, *mats, like=like, executor="dataflow", schedule=s, claim="stride",
                              programs_per_sm=2)
             grid27 = mats[0].shape[0] == 27
-            share = shares.get(pair, 0) if grid27 and dtype == "float64" else 0
+            share = shares.get(pair, 0) if grid27 else 0
             assert run.early is grid27 and run.spmv_share == share
-            assert share > 0 or not shares or pair == "sptrsv_sptrsv" or not grid27 or dtype == "float32"
+            assert share > 0 or not shares or pair == "sptrsv_sptrsv" or not grid27
             launches.clear()
             if dtype != "float64":
                 ref = _reference(pair, mats, b, dtype, ("spmv_apart", dtype, mats[0].shape[0], pair))

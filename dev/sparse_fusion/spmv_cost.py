@@ -85,9 +85,9 @@ def width_runners(A, dt):
         s = fs.inspect(pair, *mats, kind="sparse_fusion")
         for own in (True, False):
             out[f"{pair} {'own' if own else 'one'}"] = _prepared(pair, mats, dt, s, own=own)
-        if out[f"{pair} own"][0].spmv_share == 0:        # float32 on long records runs together: apart too
+        if out[f"{pair} own"][0].spmv_share == 0:        # run together by the package (no pipeline): apart too
             keep = sf.spmv_share
-            sf.spmv_share = lambda pair, early, long_records, dtype: sf.SPMV_SHARE.get(pair, 0) if early else 0
+            sf.spmv_share = lambda pair, early: sf.SPMV_SHARE.get(pair, 0)
             try:
                 out[f"{pair} own apart"] = _prepared(pair, mats, dt, s, own=True)
             finally:
@@ -105,7 +105,7 @@ def runners(A, dt):
     chunk = out["A"][0].record_shape["CHUNK"]
     for share in SHARES:
         r = _prepared("sptrsv_spmv", (L, A), dt, s, share=share, own=False)
-        if r[0].spmv_share != out["A"][0].spmv_share:    # spmv_share may refuse it (float32, long records)
+        if r[0].spmv_share != out["A"][0].spmv_share:    # spmv_share refuses it without the pipeline
             out[f"A share:{share}"] = r
     if chunk > CHUNK_16:
         out[f"A chunk:{CHUNK_16}"] = _prepared("sptrsv_spmv", (L, A), dt, s, chunk=CHUNK_16)

@@ -1350,11 +1350,11 @@ SPMV_SHARE = {"sptrsv_spmv": 64, "spmv_sptrsv": 80}
 where they run apart (spmv_share), by pair; 0 or no entry: never apart."""
 
 
-def spmv_share(pair, early, long_records, dtype) -> int:
+def spmv_share(pair, early) -> int:
     """The share (of 256) of the striding programs that run the SpMV's blocks apart from the
     solve's (SPMV_SHARE; 0: every program strides over every block): for the pairs with an SpMV
     where the programs run as a software pipeline (`early`, looks_early: wide levels or long
-    records), but not in float32 on long records (the 27-point grid). The blocks are then two
+    records), in both dtypes. The blocks are then two
     streams, each in ticket order, kernel 1's first (_dataflow_plan's `apart`; _dataflow's
     STREAMS), so a solve program never sits in an SpMV block while the block its chain needs
     next is ready, and the solve's own programs stride over fewer blocks.
@@ -1370,7 +1370,11 @@ def spmv_share(pair, early, long_records, dtype) -> int:
       27-point grid, float64: sptrsv_spmv 0.3066 → 0.2932 and 0.3056 → 0.2912 / 0.2945;
         spmv_sptrsv 0.3026 → 0.2899 and 0.3024 → 0.2896 / 0.2917;
       27-point grid, float32: sptrsv_spmv 0.2650 → 0.2701 / 0.2740 and 0.2657 → 0.2713 / 0.2750;
-        spmv_sptrsv 0.2649 → 0.2684 / 0.2676: slower, so it runs together there (why not known).
+        spmv_sptrsv 0.2649 → 0.2684 / 0.2676: slower then, with one record width for both streams.
+        With each stream's own width (STREAM_CHUNKS) it gains there too (dev/sparse_fusion/
+        spmv_cost.py widths, figures/data/spmv_cost_widths_*, together → 64 / 80 apart):
+        2026-12-05, first run, spmv_sptrsv 0.2580 → 0.2445; second run, sptrsv_spmv 0.2595 →
+        0.2534, spmv_sptrsv 0.2589 → 0.2460. So float32 runs apart since then.
     With 32 the SpMV's programs fall behind. Programs added for the SpMV instead of taken from
     the solve (20 an SM on the 3D grid with 51 of 256 apart, or 24 with 85; 10 or 12 on the
     27-point grid) were slower than 64 of the usual 16 or 8, but for the 3D spmv_sptrsv at 24
@@ -1379,9 +1383,7 @@ def spmv_share(pair, early, long_records, dtype) -> int:
     the 27-point pairs 0.292 / 0.290 (0.296 / 0.292). On the 2D grid, whose levels are narrow
     (no pipeline), 64 made sptrsv_spmv slower, 0.9673 → 0.9901 (32: 0.9659), so it runs
     together there."""
-    if not early or (long_records and dtype.itemsize < 8):
-        return 0
-    return SPMV_SHARE.get(pair, 0)
+    return SPMV_SHARE.get(pair, 0) if early else 0
 
 
 def stream_args(pair, share, plan_dev) -> dict:
@@ -1537,7 +1539,7 @@ class Prepared:
             else:
                 self.slot_stride = RS = slot_stride(block_rows, dtype)
                 self.early = claim == "stride" and looks_early(schedule, problem.matrices, self.tables)
-                self.spmv_share = spmv_share(problem.pair, self.early, _long_records(shape), dtype)
+                self.spmv_share = spmv_share(problem.pair, self.early)
                 apart = self.spmv_share > 0
                 own = apart and STREAM_CHUNKS
                 key = ("t3_dataflow", tickets, block_rows, shape["CHUNK"], shape["FOLD"], READY_ORDER, HUBS_ALONE,
