@@ -1,40 +1,14 @@
 #!/usr/bin/env bash
 # The sparse-fusion calls a lent GPU owes, in the order to make them (a `run` takes one step or
 # several; about 30 minutes of device time a session). Everything lands under $OUT with the environment it ran in.
-# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (twice; the second with the
-# code of 0eece33), cli poisson3d27 (vector pairs, with bands; the pairs with an SpMV again after
-# STREAM_CHUNKS), cli poisson2d (vector pairs), cli powerlaw, spmv_cost, widths. A cold machine
-# costs about 10 minutes of the session's 30, so the steps go in as few calls as fit in 600 s:
-#   bash dev/sparse_fusion/gpu_next.sh tests stamps                      (about 6 min by the last runs)
-#   bash dev/sparse_fusion/gpu_next.sh late_sets flow_stamps             (about 6 min, estimated)
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
-#       cli:poisson2d:spilu0_sptrsv,spic0_sptrsv                          (about 5 min, estimated)
-# Still owed, one at a time:
-#   bash dev/sparse_fusion/gpu_next.sh tests         # first: STREAM_CHUNKS' kernel has not run the
-#                                                     GPU test selection yet (its A/B and CLI
-#                                                     checked every output)
-#   bash dev/sparse_fusion/gpu_next.sh stamps        # the 27-point factor pairs, stamped on today's
-#                                                     kernel: where a level's 4 µs go (last stamped
-#                                                     2026-12-01, before the unrolled grid steps)
-#   bash dev/sparse_fusion/gpu_next.sh late_sets     # the staged factor rows' two variants, off,
-#                                                     prepared 2026-12-05 without a GPU, A/B'd
-#                                                     alone and together: LATE_LOOKS (late operands
-#                                                     read at the late pivots' polls) and LATE_SETS
-#                                                     (the late steps alone in the second stage, at
-#                                                     once; 27-point ILU(0) float64 spills 16 bytes
-#                                                     at the 128-register cap). `late_look` is the
-#                                                     first alone, on the same cases
-#   bash dev/sparse_fusion/gpu_next.sh flow_stamps   # the 27-point vector pairs with each stream's
-#                                                     own record width, and the 3D sptrsv_spmv:
-#                                                     the 20-30 µs they take over one solve
+# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (five times; last with the
+# code of ab9ca09), cli poisson3d27 (every pair), cli poisson2d (every pair), cli powerlaw (every
+# pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS), flow_stamps, late_sets
+# (LATE_LOOKS on, LATE_SETS off since). A warm machine answers each call within seconds; a cold
+# one costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s.
+# Still owed:
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
-#                                                     column with kept launches)
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d27 spilu0_sptrsv,spic0_sptrsv
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson2d spilu0_sptrsv,spic0_sptrsv
-#   bash dev/sparse_fusion/gpu_next.sh widths        # again: float32 27-point spmv_sptrsv with the
-#                                                     SpMV apart and each stream's own width was 5 %
-#                                                     faster in one A/B (0.2445 against 0.2580 ms);
-#                                                     spmv_share's float32 rule waits for a second
+#                                                     column with kept launches; about 5 min, est.)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
@@ -73,17 +47,6 @@ poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront
       timeout 300 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
 poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
         2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
-    late_look)    # A/B of LATE_LOOKS (t3's looks_late), off by default: staged factor rows only
-      timeout 300 python3 dev/sparse_fusion/ab_options.py "$OUT/late_look_ab.json" \
-poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
-poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
-        "pkg=;look=late_look:1" 2>&1 | tee "$OUT/late_look_ab.log" | cut -c1-400 | tail -12 ;;
-    late_sets)    # A/B of LATE_SETS (t3's sets_late) and LATE_LOOKS, both off by default: the staged rows
-      timeout 420 python3 dev/sparse_fusion/ab_options.py "$OUT/late_sets_ab.json" \
-poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
-poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
-        "pkg=;sets=late_sets:1;look=late_look:1;both=late_sets:1+late_look:1" 2>&1 | tee "$OUT/late_sets_ab.log" \
-        | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

@@ -948,8 +948,10 @@ no late step's result and the late three none of each other's, so the second sta
 three steps whose gathers wait for nothing on the chain (IC(0): whose own entries each lane
 divides once the earlier steps' terms are in). sm_90 (Triton 3.6), 27-point grid at its caps:
 ILU(0) 4 520 → 4 696 instructions with 16 bytes spilled (none at 136 registers), IC(0) 5 456 →
-5 096, none spilled; float32 ILU(0) 3 752 → 3 744, IC(0) 3 880 → 3 648. Off until an A/B decides
-(dev/sparse_fusion/gpu_next.sh late_sets)."""
+5 096, none spilled; float32 ILU(0) 3 752 → 3 744, IC(0) 3 880 → 3 648. Off: it lost in the A/B
+of 2026-12-05 (NVIDIA H200, figures/data/ab_late_sets_*, median of 5 rounds, ms, without / with
+it): 27-point ILU(0) float64 1.801 / 2.011, float32 1.504 / 1.519; IC(0) 1.784 / 1.706, but
+beside LATE_LOOKS 1.476 / 1.503 (ILU(0) 1.598 / 1.872); power-law IC(0) 0.604 / 0.624."""
 
 
 def sets_late(run, W) -> bool:
@@ -1372,7 +1374,7 @@ def spmv_share(pair, early) -> int:
       27-point grid, float32: sptrsv_spmv 0.2650 → 0.2701 / 0.2740 and 0.2657 → 0.2713 / 0.2750;
         spmv_sptrsv 0.2649 → 0.2684 / 0.2676: slower then, with one record width for both streams.
         With each stream's own width (STREAM_CHUNKS) it gains there too (dev/sparse_fusion/
-        spmv_cost.py widths, figures/data/spmv_cost_widths_*, together → 64 / 80 apart):
+        spmv_cost.py widths, figures/data/widths_ab_h200_2026-12-05.*, widths_ab2_*, together → 64 / 80 apart):
         2026-12-05, first run, spmv_sptrsv 0.2580 → 0.2445; second run, sptrsv_spmv 0.2595 →
         0.2534, spmv_sptrsv 0.2589 → 0.2460. So float32 runs apart since then.
     With 32 the SpMV's programs fall behind. Programs added for the SpMV instead of taken from
