@@ -1945,51 +1945,6 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     assert (bool(seen) != run.lean) and all(x == staged for x in seen)
 
 
-@pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
-def test_late_sets_rule_and_t0(name, pair, staged, across, monkeypatch):
-    """sets_late: with LATE_SETS, prepare stages a staged held row (ILU(0)'s grid, IC(0)'s read
-    across: every staged case here) by its late steps' set (sparse_rows.late_sets: on a symmetric
-    pattern exactly its late steps), which the launch carries (SETS), and the results are t0's;
-    unstaged rows never; off by default."""
-    mats, ref, v, seen = _staged_case(name, pair, 3, "late_sets", "SETS", monkeypatch)
-    s = fs.inspect(pair, *mats, kind="sparse_fusion")
-    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
-    W = run.tables.held(run.block_rows)[0]
-    assert not t3.sets_late(run, W)
-    monkeypatch.setattr(t3, "LATE_SETS", True)
-    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
-    want = staged and (pair == "spilu0_sptrsv" or across)
-    assert t3.sets_late(run, W) == want and t3.stages_steps(run, W) == staged
-    if want:
-        T, n1 = run.tables, run.tables.n1
-        level = sd.wavefront_levels(sd.joint_dag(pair, *[sd.canonical(M) for M in mats]))
-        srow = sd.row_ids(T.ent_ptr[:n1 + 1].astype(np.int64))
-        col = np.asarray(T.factor_pattern[1])[T.ent_val[:len(srow)]]
-        late = (col < srow) & (level[col] == level[srow] - 1)
-        loc = np.arange(len(srow)) - T.ent_ptr[srow]
-        bits = np.zeros(n1, np.int64)
-        np.bitwise_or.at(bits, srow[late], np.int64(1) << loc[late])
-        assert np.array_equal(run.plan[1]["late"].cpu().numpy(), bits)
-    seen.clear()
-    _check(run(v), ref, pair, mats, "float64", "dataflow, late steps' sets")
-    assert (bool(seen) != run.lean) and all(x == want for x in seen)     # lean rows: not this kernel
-
-
-def test_late_sets_refuse_a_late_step_read_by_another():
-    """late_sets gives None where a late step writes what a later step reads (a pattern that is
-    not symmetric: row 3's steps on rows 1 and 2, both one level below it, and row 1 holds (1, 2),
-    so the first writes the entry the second divides); on a symmetric pattern, never."""
-    rows_, cols_ = zip(*[(0, 0), (1, 0), (1, 1), (1, 2), (2, 0), (2, 2), (3, 1), (3, 2), (3, 3)])
-    A = sp.csr_matrix((np.where(np.array(rows_) == np.array(cols_), 4.0, -1.0), (rows_, cols_)), shape=(4, 4))
-    for M, pair, refused in ((A, "spilu0_sptrsv", True), (matrix("poisson3d_27", 27, 1), "spilu0_sptrsv", False),
-                             (matrix("poisson3d_27", 27, 1), "spic0_sptrsv", False)):
-        T = rows.row_tables(pair, sd.canonical(M))
-        level = sd.wavefront_levels(sd.joint_dag(pair, sd.canonical(M)))
-        bits = rows.step_bits(T.n1, T.ent_ptr, T.ent_val, T.upd_ptr, T.upd_a, T.fac_ptr)
-        sets = rows.late_sets(T.n1, T.ent_ptr, T.ent_val, T.factor_pattern[1], level, bits, T.factor)
-        assert (sets is None) == refused, pair
-
-
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv", False), ("arrow", "spic0_sptrsv", False)])
 def test_register_cap_rule(name, pair, grid):

@@ -15,11 +15,11 @@ every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first 
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM, slot stride, pair stride, SpMV share and late_look) and prints each row.
-`late_look:1` reads a staged factor row's late operands at its pivots' polls (t3's looks_late);
-`late_sets:1` / `late_sets:0` prepares with LATE_SETS on / off whatever the package's default
-(staged rows by their late steps' sets, t3's sets_late; patched around prepare), and the row's
-shape then ends with the plan's staging (0, 1: by the first late step, 2: by sets).
+resident per SM, slot stride, pair stride, SpMV share, late_look and whether the plan stages
+the held rows' steps) and prints each row. `late_look:1` / `late_look:0`: a staged factor row
+reads its late operands at its pivots' polls, or not, whatever LATE_LOOKS says (t3's
+looks_late). (`late_sets:N` ran LATE_SETS, removed after its A/B of 2026-12-05,
+figures/data/ab_late_sets_*.)
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"
@@ -54,9 +54,7 @@ def main():
             kw = dict(kw)
             sector, pair_bytes = kw.pop("slot_bytes", None), kw.pop("pair_bytes", None)
             share = kw.pop("spmv_share", None)
-            late_sets = kw.pop("late_sets", None)
-            rule, shares, sets_rule = sf.slot_stride, sf.SPMV_SHARE, sf.LATE_SETS
-            sf.LATE_SETS = sets_rule if late_sets is None else bool(late_sets)
+            rule, shares = sf.slot_stride, sf.SPMV_SHARE
             if sector:                             # the plan is made in prepare: patched around it
                 sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
             if share is not None:
@@ -64,7 +62,7 @@ def main():
             try:
                 runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
             finally:
-                sf.slot_stride, sf.SPMV_SHARE, sf.LATE_SETS = rule, shares, sets_rule
+                sf.slot_stride, sf.SPMV_SHARE = rule, shares
             for key, value in sets.items():
                 setattr(runs[label], key, value)
             if pair_bytes:                         # read by each call (lean_slots, launch_lean)

@@ -4,7 +4,7 @@
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (five times; last with the
 # code of ab9ca09), cli poisson3d27 (every pair), cli poisson2d (every pair), cli powerlaw (every
 # pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS), flow_stamps, late_sets
-# (LATE_LOOKS on, LATE_SETS off since). A warm machine answers each call within seconds; a cold
+# (LATE_LOOKS on since, LATE_SETS removed). A warm machine answers each call within seconds; a cold
 # one costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s.
 # Still owed:
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2

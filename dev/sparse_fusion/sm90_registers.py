@@ -13,8 +13,7 @@ needs a Triton 3.6 environment (e.g. pip install torch==2.13.0 triton==3.6.0 "nu
 and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.py's copy too,
 `--fuse-rows=true|false` prepares with that fuse_rows instead of the package's rule,
 `--no-late-look` compiles staged rows without their late operands read at their pivots' polls
-(t3's looks_late, LATE_LOOKS, on in the package), `--late-sets` prepares ILU(0)'s staged rows by their late steps' sets
-(t3's sets_late, LATE_SETS).
+(t3's looks_late, LATE_LOOKS, on in the package).
 """
 import os
 import re
@@ -74,7 +73,6 @@ def launch_args(run, val, vec, own, extra=()):
 def main():
     stamped = "--stamped" in sys.argv
     sf.LATE_LOOKS = "--no-late-look" not in sys.argv
-    sf.LATE_SETS = "--late-sets" in sys.argv
     fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
     if fuse and fuse[0] not in ("true", "false"):
         raise SystemExit(f"--fuse-rows takes true or false, got {fuse[0]!r}")

@@ -67,8 +67,8 @@ def stamped_module():
     hf = sub(hf, "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n",
              "        ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)\n"
              "        c2 = _gt(_dep(piv) + _dep(ext))\n")
-    hf = sub(hf, "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        if SETS:",
-             "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n        if SETS:")
+    hf = sub(hf, "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n",
+             "            x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)\n        c3 = _gt(_dep(piv) + _dep(ext))\n        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))\n")
     hf = sub(hf, "        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))                   # [R, S, W]",
              "        c2 = _gt(_dep(piv) + _dep(ext))\n        c3 = c2\n"
              "        if GRID:\n            ext = tl.permute(ext, (1, 2, 0))                   # [R, S, W]")

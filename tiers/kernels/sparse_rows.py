@@ -728,15 +728,11 @@ def _step_bits(pm, S: tl.constexpr):
 
 @triton.jit
 def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.constexpr, S: tl.constexpr,
-               C: tl.constexpr, RECIP: tl.constexpr, APART: tl.constexpr, ATONCE: tl.constexpr = False):
+               C: tl.constexpr, RECIP: tl.constexpr, APART: tl.constexpr):
     """held_finish's steps lo ≤ s < hi of the held rows w ([R, W]) whose steps pm ([R, S]) holds,
     from the other operands of their pairs (ext: [R, S, W] as a grid, [R, W, S] as IC(0)'s grid
     read across, [R, S, C] as a list) and their pivots (piv, [R, S]: their reciprocals with
-    RECIP), all read: returns w after them. Every step live here lies within lo ≤ s < hi.
-    ATONCE (ILU(0)'s grid; late_sets): no step live here reads what another writes, so each
-    takes its w[s] from w as it came in, and only the updates stay on the chain of steps; IC(0)'s
-    grid read across (ACROSS): the terms of the steps done before come in first, then each live
-    step divides its own entry, no shuffle on the chain."""
+    RECIP), all read: returns w after them. Every step live here lies within lo ≤ s < hi."""
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
@@ -762,7 +758,6 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
         # (the product w[s]·b[s, j]/pivot_s rounded in another order than (w[s]/pivot_s)·b[s, j]).
         step = tl.arange(0, S)
         live_bits = _step_bits(pm, S)
-        w0 = w
         if RECIP:
             own = step[None, :, None] == cols[None, None, :]
             ext = tl.where(own, piv[:, :, None] + tl.zeros_like(ext), ext * piv[:, :, None])
@@ -771,10 +766,7 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
                 live = ((live_bits >> s) & 1 != 0)[:, None]                         # [R, 1]
                 hit = (cols[None, :] == s) & live
                 e = _step_slice(ext, s, S)                                          # [R, W]
-                if ATONCE:
-                    a_s = tl.gather(w0, tl.full(w.shape, s, tl.int32), 1)
-                else:
-                    a_s = tl.gather(w, tl.full(w.shape, s, tl.int32), 1)            # w[:, s] in every lane
+                a_s = tl.gather(w, tl.full(w.shape, s, tl.int32), 1)                # w[:, s] in every lane
                 if RECIP:
                     w = tl.where(hit, a_s * e, tl.where(live, w - a_s * e, w))
                 else:
@@ -791,21 +783,14 @@ def held_steps(w, ext, piv, pm, loc, mine, lo, hi, FACTOR: tl.constexpr, W: tl.c
         tl.static_assert(RECIP, "held_steps: IC's steps multiply by the pivots' reciprocals")
         bt = ext                       # [R, W, S]: bt[r, t, s] = b[s, t], the steps spread across the threads
         live_bits = _step_bits(pm, S)
-        w0 = w                         # ATONCE: a step not live here is done, its entry as it came in
         ahead = ((live_bits[:, None] >> cols[None, :].to(live_bits.dtype)) & 1) != 0    # [R, W]: entry s live here
         for t in tl.static_range(S):
             if hi > t:
                 live = ((live_bits >> t) & 1 != 0)[:, None]                             # [R, 1]
-                if ATONCE:             # the terms of the steps not live here; those live, after the loop
-                    a_t = tl.gather(w0, tl.full(w.shape, t, tl.int32), 1)
-                    w = tl.where(ahead & ~live & (cols[None, :] > t), w - a_t * _step_slice(bt, t, W), w)
-                else:
-                    a_t = tl.gather(w, tl.full(w.shape, t, tl.int32), 1)                # w[:, t] in every lane
-                    x = tl.where(live, a_t * tl.gather(piv, tl.full(piv.shape, t, tl.int32), 1), a_t)
-                    w = tl.where(live & (cols[None, :] == t), x,
-                                 tl.where(ahead & (cols[None, :] > t), w - x * _step_slice(bt, t, W), w))
-        if ATONCE:                     # no live step reads another's result: each lane its own, W = S
-            w = tl.where(ahead, w * piv, w)
+                a_t = tl.gather(w, tl.full(w.shape, t, tl.int32), 1)                    # w[:, t] in every lane
+                x = tl.where(live, a_t * tl.gather(piv, tl.full(piv.shape, t, tl.int32), 1), a_t)
+                w = tl.where(live & (cols[None, :] == t), x,
+                             tl.where(ahead & (cols[None, :] > t), w - x * _step_slice(bt, t, W), w))
     elif GRID:                         # IC whose grid is not read across (W ≠ S): step s is entry s
         for s in range(lo, hi):
             here = tl.arange(0, S)[None, :] == s
@@ -859,7 +844,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
                 W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
                 SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False, late=0,
                 STAGED: tl.constexpr = False, x=0.0, VEC=None, x_at=0, N_IN=0, LOOK: tl.constexpr = False,
-                LOOK_LATE: tl.constexpr = False, SETS: tl.constexpr = False):
+                LOOK_LATE: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]) and x. ILU:
@@ -892,10 +877,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     still hold the sentinel (the solve's x_j, VEC[x_at]) once more after the late operands are
     in, without waiting; else x as given. LOOK_LATE (with STAGED; t3's looks_late): while the late
     pivots are polled, every poll also reads the late operands again, unchecked (vec_await_looking),
-    so that their check after the pivots mostly passes without another round trip. SETS (with
-    STAGED, ILU(0)'s grid or IC(0)'s read across; t3's sets_late): late holds each row's second
-    stage as bits (late_sets), not its first late step: its late steps only, which run at once
-    (held_steps' ATONCE)."""
+    so that their check after the pivots mostly passes without another round trip."""
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
@@ -916,22 +898,14 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     looped = steps - 1 if FACTOR == 2 else steps            # IC: each row's last step is its diagonal
     if STAGED:
         tl.static_assert(DATA and not APART, "held_finish: STAGED waits on the values (DATA), step by step")
-        if SETS:
-            tl.static_assert(GRID and (ACROSS or FACTOR == 1), "held_finish: SETS is ILU(0)'s grid's or IC(0)'s across")
-            first = ((late[:, None] >> tl.arange(0, S)[None, :]) & 1) == 0                    # [R, S]
+        first = tl.arange(0, S)[None, :] < late[:, None]                          # [R, S]
+        if GRID:
             if ACROSS:
-                first_x = ((late[None, :, None] >> tl.arange(0, S)[:, None, None]) & 1) == 0  # as ext: [S, R, W]
+                first_x = tl.arange(0, S)[:, None, None] < late[None, :, None]       # as ext: [S, R, W]
             else:
-                first_x = ((late[None, :, None] >> tl.arange(0, S)[None, None, :]) & 1) == 0  # as ext: [W, R, S]
+                first_x = tl.arange(0, S)[None, None, :] < late[None, :, None]       # as ext: [W, R, S]
         else:
-            first = tl.arange(0, S)[None, :] < late[:, None]                      # [R, S]
-            if GRID:
-                if ACROSS:
-                    first_x = tl.arange(0, S)[:, None, None] < late[None, :, None]   # as ext: [S, R, W]
-                else:
-                    first_x = tl.arange(0, S)[None, None, :] < late[None, :, None]   # as ext: [W, R, S]
-            else:
-                first_x = first[:, :, None]
+            first_x = first[:, :, None]
         busy = tl.max(pm.to(tl.int32), 1) > 0              # lanes with steps: the others' late is no bound
         piv = vec_await_entries(piv, VAL + aux, aux, pm & first, 0, SENT, NAP)
         ext = vec_await_entries(ext, VAL + other, other, om & first_x, 0, SENT, NAP)
@@ -942,12 +916,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             rp = tl.where(first, rp, 1.0)        # 0 · (the sentinel, a NaN) would be NaN
         if GRID:
             ext1 = tl.permute(ext1, (1, 2, 0))
-        if SETS:                       # first-stage steps may follow a late one
-            w = held_steps(w, ext1, rp, pm & first, loc, mine, 0, tl.max(tl.where(busy, looped, 0), 0),
-                           FACTOR, W, S, C, True, APART)
-        else:
-            w = held_steps(w, ext1, rp, pm & first, loc, mine, 0,
-                           tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0), FACTOR, W, S, C, True, APART)
+        w = held_steps(w, ext1, rp, pm & first, loc, mine, 0,
+                       tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0), FACTOR, W, S, C, True, APART)
         if LOOK_LATE:                  # the late operands, as they stand after the first stage
             piv, ext = vec_await_looking(piv, VAL + aux, aux, pm, ext, VAL + other,
                                          _waiting(ext, other, om, 0, SENT), 0, SENT, NAP)
@@ -958,13 +928,8 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             x = vec_relook(x, VEC, x_at, x_at >= 0, N_IN, SENT)
         if GRID:
             ext = tl.permute(ext, (1, 2, 0))
-        if SETS:
-            w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine,
-                           tl.min(tl.min(tl.where(pm & ~first, tl.arange(0, S)[None, :], S), 1), 0), looped,
-                           FACTOR, W, S, C, True, APART, True)
-        else:
-            w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine, tl.min(tl.where(busy, late, S), 0), looped,
-                           FACTOR, W, S, C, True, APART)
+        w = held_steps(w, ext, _recip(piv), pm & ~first, loc, mine, tl.min(tl.where(busy, late, S), 0), looped,
+                       FACTOR, W, S, C, True, APART)
     else:
         if DATA:
             piv = vec_await_entries(piv, VAL + aux, aux, pm, 0, SENT, NAP)
@@ -1329,14 +1294,6 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     return bits
 
 
-def _late_entries(n1, ent_ptr, ent_val, factor_indices, level):
-    """(each factor step's row, whether it is late): its other row (the pivot row k of ILU(0)'s
-    step (i, k), row j of IC(0)'s (i, j); never the diagonal) lies one level below row i."""
-    srow = dags.row_ids(np.asarray(ent_ptr[:n1 + 1], dtype=np.int64))
-    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
-    return srow, (col < srow) & (level[col] == level[srow] - 1)
-
-
 def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
     """Per factor row, its first *late* step: the first whose other row (the pivot row k of ILU(0)'s
     step (i, k), row j of IC(0)'s (i, j)) lies one level below row i in the factor's DAG (`level`:
@@ -1349,52 +1306,13 @@ def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
     row at (+1, +1, −1); on the 5- and 7-point grids every lower neighbour lies one level below,
     so it is the first."""
     n1 = int(n1)
-    srow, late = _late_entries(n1, ent_ptr, ent_val, factor_indices, level)
+    srow = dags.row_ids(np.asarray(ent_ptr[:n1 + 1], dtype=np.int64))
+    col = np.asarray(factor_indices)[ent_val[:len(srow)]].astype(np.int64)
+    late = (col < srow) & (level[col] == level[srow] - 1)         # never the diagonal step
     first = np.diff(ent_ptr[:n1 + 1]).astype(np.int32)
     r, at = np.unique(srow[late], return_index=True)
     first[r] = (np.flatnonzero(late)[at] - ent_ptr[r]).astype(np.int32)
     return first
-
-
-def late_sets(n1, ent_ptr, ent_val, factor_indices, level, step_bits, factor=ILU):
-    """Per factor row, the steps of its second stage as bits (bit s: step s), where they may run
-    at once: its late steps only (late_steps' rule), none of which reads what another of them
-    writes. ILU(0)'s step s reads entry s of the row, which an earlier step t writes where bit s
-    of step_bits[t] is set; IC(0)'s step s reads the entries whose bits step_bits[s] sets, and its
-    diagonal step, the row's last, reads them all and runs after both stages (step_bits: a
-    grid's bits). The steps after the first late one that read no late step's result then run in
-    the first stage, and the late steps run at once (held_steps' ATONCE). None where some row's
-    late steps read each other's results, or a step that is not late (but IC(0)'s diagonal) reads
-    one of them, or a row has more than 31 steps (the bits are int32). On a symmetric pattern
-    that never happens: a late step's write read by a later step would make that step's row
-    depend on the late row, a level that is not below the row's. On the 27-point grid an interior
-    row's late steps are its 9th, 12th and 13th, and its 10th and 11th read neither of the
-    others: three steps in the second stage instead of five."""
-    n1 = int(n1)
-    ep = np.asarray(ent_ptr[:n1 + 1], dtype=np.int64)
-    steps = np.diff(ep)
-    if n1 == 0 or steps.max(initial=0) > 31:
-        return None
-    srow, late = _late_entries(n1, ent_ptr, ent_val, factor_indices, level)
-    loc = np.arange(len(srow), dtype=np.int64) - ep[srow]
-    bits = np.asarray(step_bits[:len(srow)], dtype=np.int64)
-    written = np.zeros(n1, dtype=np.int64)           # ILU(0): entries the row's late steps so far write
-    sets = np.zeros(n1, dtype=np.int64)
-    by_step = dags.stable_order(loc)
-    bounds = np.searchsorted(loc[by_step], np.arange(int(steps.max(initial=0)) + 1))
-    for s in range(len(bounds) - 1):
-        e = by_step[bounds[s]:bounds[s + 1]]
-        r = srow[e]
-        if factor == ILU:
-            reads = ((written[r] >> s) & 1) != 0
-        else:                                        # IC(0): its diagonal step is not one of the stages'
-            reads = ((bits[e] & sets[r]) != 0) & (s < steps[r] - 1)
-        if reads.any():
-            return None
-        mine = late[e]
-        sets[r[mine]] |= np.int64(1) << s
-        written[r[mine]] |= bits[e[mine]]
-    return sets.astype(np.int32)
 
 
 def row_tables(pair: str, *matrices) -> RowTables:

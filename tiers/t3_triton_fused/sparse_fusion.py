@@ -809,13 +809,11 @@ schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, 
 The vector pairs on the flag executor, which executor=None never picks, take it too, unmeasured."""
 
 
-def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True, sets=False):
-    """(blocks, the block tables on the device, fused rows, how held rows take their steps in two
-    stages: 0 not, STAGED_FIRST from their first late step, STAGED_SETS their late steps alone,
-    as bits, where `sets` (LATE_SETS) asks and sparse_rows.late_sets allows): ticket_blocks with
-    ties PLAN_TIES, with the rows the schedule fuses (fused_rows) merged when fuse_rows, unless
-    the tickets follow the schedule's own steps (ticket_blocks); and for a factor pair each row's
-    first late step (sparse_rows.late_steps, stages_steps) or its sets (sparse_rows.late_sets).
+def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True):
+    """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
+    two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
+    merged when fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks); and
+    for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps).
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
@@ -834,12 +832,6 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
         late = rows.late_steps(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1], _joint(schedule, mats)[1])
         # a row with a late step after its first (IC(0)'s diagonal step is never late)
         staged = bool(((tables.hold_len > 0) & (late > 0) & (late < np.diff(tables.ent_ptr[:n1 + 1]))).any())
-        bits = None
-        if staged and sets and (tables.factor == rows.ILU or rows.reads_across(tables.held_shape, tables.factor)):
-            bits = rows.late_sets(n1, tables.ent_ptr, tables.ent_val, tables.factor_pattern[1],
-                                  _joint(schedule, mats)[1], tables.step_bits, tables.factor)
-        staged = 0 if not staged else STAGED_FIRST if bits is None else STAGED_SETS
-        late = late if bits is None else bits
     host = {"blk_ptr": blk_ptr.astype(np.int32), "blk_iter": seq.astype(np.int32),
             "dep_ptr": dep_ptr.astype(np.int32), "dep_blk": dep_blk.astype(np.int32),
             "fuse": (fuse if fused else np.full(1, -1)).astype(np.int32),
@@ -865,7 +857,6 @@ the first stage does not await in a one-row block made float32 ILU(0) 2.83 ms ag
 kernel's 2.21 in a fresh process of each."""
 STAGED_ILU_STEPS = 8
 """ILU(0) rows stage their steps only where the held rows have room for this many (may_stage)."""
-STAGED_FIRST, STAGED_SETS = 1, 2       # _syncfree_plan's ways to stage: by the first late step, by sets
 
 
 def may_stage(tables, W) -> bool:
@@ -927,7 +918,12 @@ stamped on 2026-12-01, those operands were in 1.9 µs (median) after the row's f
 its latest predecessor's store (figures/data/clk_probe_*, await2_from_max_T2_pred). On since the
 A/B of 2026-12-05 (NVIDIA H200, figures/data/ab_late_sets_*, median of 5 rounds, off → on):
 27-point ILU(0) float64 1.801 → 1.598 ms, IC(0) 1.784 → 1.476, ILU(0) float32 1.504 → 1.386;
-power-law IC(0) 0.604 → 0.611 (rounds 0.59–0.65 on both sides: no difference)."""
+power-law IC(0) 0.604 → 0.611 (rounds 0.59–0.65 on both sides: no difference). Its companion in
+that A/B, LATE_SETS (a row's second stage holding its late steps alone, 3 of a 27-point row's 13
+instead of 5, run at once; sparse_rows.late_sets, held_steps' ATONCE), lost alone and beside it:
+ILU(0) float64 2.011 ms alone, 1.872 with LATE_LOOKS; IC(0) 1.706 alone (of 1.784), 1.503 with
+it (of 1.476); float32 ILU(0) 1.519 and 1.427; power-law IC(0) 0.624 and 0.614. It was removed
+on 2026-12-05 (its code: commit 1b428bf)."""
 
 
 def looks_late(run, W) -> bool:
@@ -935,28 +931,6 @@ def looks_late(run, W) -> bool:
     where set (dev/sparse_fusion/ab_options.py sets it), else LATE_LOOKS."""
     own = run.late_look
     return stages_steps(run, W) and (LATE_LOOKS if own is None else bool(own))
-
-
-LATE_SETS = False
-"""Whether prepare asks for staged held rows (ILU(0)'s grid, IC(0)'s read across) whose second
-stage holds their late steps alone (_syncfree_plan's `sets`; sparse_rows.late_sets;
-held_finish's SETS, held_steps' ATONCE), run at once. Not measured: prepared on 2026-12-05 on the
-development machine's CPU. On the 27-point grid an interior row's second stage now holds 5 of
-its 13 steps (its 9th to 13th), each a gather of w[s] to every lane and its updates, one after
-another (about 42 sm_90 instructions a step, two shuffles on the chain); the 10th and 11th read
-no late step's result and the late three none of each other's, so the second stage can hold
-three steps whose gathers wait for nothing on the chain (IC(0): whose own entries each lane
-divides once the earlier steps' terms are in). sm_90 (Triton 3.6), 27-point grid at its caps:
-ILU(0) 4 520 → 4 696 instructions with 16 bytes spilled (none at 136 registers), IC(0) 5 456 →
-5 096, none spilled; float32 ILU(0) 3 752 → 3 744, IC(0) 3 880 → 3 648. Off: it lost in the A/B
-of 2026-12-05 (NVIDIA H200, figures/data/ab_late_sets_*, median of 5 rounds, ms, without / with
-it): 27-point ILU(0) float64 1.801 / 2.011, float32 1.504 / 1.519; IC(0) 1.784 / 1.706, but
-beside LATE_LOOKS 1.476 / 1.503 (ILU(0) 1.598 / 1.872); power-law IC(0) 0.604 / 0.624."""
-
-
-def sets_late(run, W) -> bool:
-    """_syncfree's SETS: the plan staged its held rows by their late steps' sets (STAGED_SETS)."""
-    return stages_steps(run, W) and run.plan[3] == STAGED_SETS
 
 
 def held_grid(tables, W) -> bool:
@@ -1041,7 +1015,6 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
                  STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
-                 SETS=sets_late(run, W),
                  num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
 
@@ -1356,10 +1329,10 @@ def spmv_share(pair, early) -> int:
     """The share (of 256) of the striding programs that run the SpMV's blocks apart from the
     solve's (SPMV_SHARE; 0: every program strides over every block): for the pairs with an SpMV
     where the programs run as a software pipeline (`early`, looks_early: wide levels or long
-    records), in both dtypes. The blocks are then two
-    streams, each in ticket order, kernel 1's first (_dataflow_plan's `apart`; _dataflow's
-    STREAMS), so a solve program never sits in an SpMV block while the block its chain needs
-    next is ready, and the solve's own programs stride over fewer blocks.
+    records), in both dtypes. The blocks are then two streams, each in ticket order, kernel 1's
+    first (_dataflow_plan's `apart`; _dataflow's STREAMS), so a solve program never sits in an
+    SpMV block while the block its chain needs next is ready, and the solve's own programs
+    stride over fewer blocks.
 
     Measured on an H200 (2026-12-04, sparse-fusion schedule, A/B in one process, 5 rotated
     rounds, every output checked first, figures/data/spmv_apart_ab_*), ms, all programs
@@ -1559,11 +1532,9 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
-            sets = LATE_SETS and self.data
-            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), sets),
+            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device)),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
-                                                               tickets, fuse_rows, device, waits=not self.data,
-                                                               sets=sets))
+                                                               tickets, fuse_rows, device, waits=not self.data))
 
     @property
     def every_slot(self) -> bool:

@@ -15,8 +15,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
-              APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              SETS: tl.constexpr = False):
+              APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -35,8 +34,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     as what they read is there, and waits for the rest after them (held_finish). RELOOK (STAGED and
     FUSED; relooks): the x_j a held row's solve still misses are read again once its late operands
     are in, the load in flight beside its last steps. LOOK_LATE (STAGED; looks_late): the late
-    operands are read again at every poll of the late pivots (held_finish). SETS (STAGED; t3's
-    sets_late): LATE[v] is row v's second stage as bits (late_sets), its late steps run at once."""
+    operands are read again at every poll of the late pivots (held_finish)."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -98,7 +96,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w, x_j = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN,
-                                 DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK, LOOK_LATE, SETS)
+                                 DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK, LOOK_LATE)
             if FUSED:
                 rd = held_divisor(w, d_loc, FACTOR, W)
                 if DATA:
