@@ -1945,6 +1945,49 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     assert (bool(seen) != run.lean) and all(x == staged for x in seen)
 
 
+@pytest.mark.parametrize("name,pair", [(name, pair) for name, pair, _, _ in HELD_GRID_CASES]
+                         + [("arrow", "spilu0_sptrsv"), ("arrow", "spic0_sptrsv")])
+def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
+    """fetches_short: with FETCH_SHORT, prepare gives the dataflow executor's held rows the tables
+    that take rounds off their fetch — each factor step's first pair (u0 = UPD_PTR[ENT_VAL[e]])
+    and HOLD_LEN over every row, 0 past the factor's — which the launch passes (U0, HOLD_ALL), and
+    it reads block t's row without BLK_PTR where every block is one row (ONE_ROW); the results are t0's, grid or list (the
+    arrow's rows). Off by default, and then no such table is built."""
+    mats = operands(pair, _arrow_first(40) if name == "arrow" else
+                    matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 4))
+    b = np.random.default_rng(_seed("short_fetch", name, pair)).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, "float64", ("short_fetch", name, pair))
+    v = _vector(b, "float64")
+    s = fs.inspect(pair, *mats, kind="sparse_fusion")
+    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
+    W = run.tables.held(run.block_rows)[0]
+    assert not t3.fetches_short(run, W) and (run.lean or "u0" not in run.plan[1])
+    seen = []
+    plain = t3._launch_claimed
+
+    def spy(kernel, run_, count, args, meta, pdl=False):
+        seen.append((meta.get("ONE_ROW"), "U0" in meta and "HOLD_ALL" in meta))
+        return plain(kernel, run_, count, args, meta, pdl)
+
+    monkeypatch.setattr(t3, "_launch_claimed", spy)
+    monkeypatch.setattr(t3, "FETCH_SHORT", True)
+    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
+    W = run.tables.held(run.block_rows)[0]
+    _check(run(v), ref, pair, mats, "float64", "dataflow, short fetch")
+    if run.lean:                       # the lean rows' kernel: not this one
+        return
+    assert t3.fetches_short(run, W) == bool(W)
+    if W:
+        T, dev = run.tables, run.plan[1]
+        ne = int(T.ent_ptr[T.n1])
+        assert np.array_equal(dev["u0"].cpu().numpy()[:ne], np.asarray(T.upd_ptr)[T.ent_val[:ne]])
+        hold_all = dev["hold_all"].cpu().numpy()
+        assert len(hold_all) == len(T.ent_ptr) - 1 and np.array_equal(hold_all[:len(T.hold_len)], T.hold_len)
+        assert not hold_all[len(T.hold_len):].any()
+        one_row = run.block_rows == 1 and run.plan[0] == len(dev["blk_iter"])
+        assert seen and all(x == (one_row, True) for x in seen)
+
+
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv", False), ("arrow", "spic0_sptrsv", False)])
 def test_register_cap_rule(name, pair, grid):

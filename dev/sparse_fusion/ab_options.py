@@ -15,10 +15,12 @@ every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first 
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM, slot stride, pair stride, SpMV share, late_look and whether the plan stages
-the held rows' steps) and prints each row. `late_look:1` / `late_look:0`: a staged factor row
+resident per SM, slot stride, pair stride, SpMV share, late_look, whether the plan stages the
+held rows' steps and whether it fetches them short) and prints each row. `late_look:1` / `late_look:0`: a staged factor row
 reads its late operands at its pivots' polls, or not, whatever LATE_LOOKS says (t3's
-looks_late). (`late_sets:N` ran LATE_SETS, removed after its A/B of 2026-12-05,
+looks_late). `short_fetch:1` / `short_fetch:0` prepares with FETCH_SHORT on / off whatever the
+package's default (held rows' tables read in fewer rounds, t3's fetches_short; patched around
+prepare). (`late_sets:N` ran LATE_SETS, removed after its A/B of 2026-12-05,
 figures/data/ab_late_sets_*.)
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
@@ -54,7 +56,9 @@ def main():
             kw = dict(kw)
             sector, pair_bytes = kw.pop("slot_bytes", None), kw.pop("pair_bytes", None)
             share = kw.pop("spmv_share", None)
-            rule, shares = sf.slot_stride, sf.SPMV_SHARE
+            short = kw.pop("short_fetch", None)
+            rule, shares, short_rule = sf.slot_stride, sf.SPMV_SHARE, sf.FETCH_SHORT
+            sf.FETCH_SHORT = short_rule if short is None else bool(short)
             if sector:                             # the plan is made in prepare: patched around it
                 sf.slot_stride = lambda R, dt, b=sector: max(R, b // dt.itemsize)
             if share is not None:
@@ -62,7 +66,7 @@ def main():
             try:
                 runs[label] = sf.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", **kw)
             finally:
-                sf.slot_stride, sf.SPMV_SHARE = rule, shares
+                sf.slot_stride, sf.SPMV_SHARE, sf.FETCH_SHORT = rule, shares, short_rule
             for key, value in sets.items():
                 setattr(runs[label], key, value)
             if pair_bytes:                         # read by each call (lean_slots, launch_lean)
@@ -72,7 +76,8 @@ def main():
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
                                  r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None),
                                  r.spmv_share, r.late_look,
-                                 r.plan[3] if getattr(r, "data", False) and len(r.plan) == 4 else None]
+                                 r.plan[3] if getattr(r, "data", False) and len(r.plan) == 4 else None,
+                                 bool(getattr(r, "data", False) and len(r.plan) == 4 and "u0" in r.plan[1])]
                         for label, r in runs.items()}
         del runs
         save_row(res, row, out)

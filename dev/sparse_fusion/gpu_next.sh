@@ -7,6 +7,9 @@
 # (LATE_LOOKS on since, LATE_SETS removed). A warm machine answers each call within seconds; a cold
 # one costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh short_fetch   # FETCH_SHORT, prepared 2026-12-05 without a GPU:
+#                                                     a held row's tables in four rounds of loads,
+#                                                     not seven (about 3 min, est.)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches; about 5 min, est.)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
@@ -47,6 +50,11 @@ poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront
       timeout 300 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
 poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
         2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
+    short_fetch)  # A/B of FETCH_SHORT (t3's fetches_short), off by default: held rows' tables in fewer rounds
+      timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/short_fetch_ab.json" \
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
+poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
+        "pkg=;short=short_fetch:1" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

@@ -13,7 +13,8 @@ needs a Triton 3.6 environment (e.g. pip install torch==2.13.0 triton==3.6.0 "nu
 and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.py's copy too,
 `--fuse-rows=true|false` prepares with that fuse_rows instead of the package's rule,
 `--no-late-look` compiles staged rows without their late operands read at their pivots' polls
-(t3's looks_late, LATE_LOOKS, on in the package).
+(t3's looks_late, LATE_LOOKS, on in the package), `--short-fetch` with held rows' tables read
+in fewer rounds (t3's fetches_short, FETCH_SHORT, off in the package).
 """
 import os
 import re
@@ -37,15 +38,19 @@ TYPES = {torch.float64: "fp64", torch.float32: "fp32", torch.int32: "i32", torch
 
 def compile_sm90(fn, args, meta, maxnreg=None):
     """triton.compile of the JIT function fn for sm_90, its non-constexpr arguments typed from
-    `args` (tensors: pointers; ints: i32) and its constexprs from `meta`."""
+    `args` and then `meta` by name (tensors: pointers; ints: i32; one left out: its default, None,
+    a constexpr) and its constexprs from `meta`."""
     meta = dict(meta)
     num_warps = meta.pop("num_warps", 1)
     signature, constants, it = {}, {}, iter(args)
     for i, name in enumerate(fn.arg_names):
         if fn.params[i].is_constexpr:
             signature[name], constants[name] = "constexpr", meta[name]
+            continue
+        a = next(it, meta.get(name, fn.params[i].default))
+        if a is None:
+            signature[name], constants[name] = "constexpr", None
         else:
-            a = next(it)
             signature[name] = "*" + TYPES[a.dtype] if isinstance(a, torch.Tensor) else "i32"
     options = {"num_warps": num_warps, **({"maxnreg": maxnreg} if maxnreg else {})}
     return triton.compile(ASTSource(fn, signature, constants), target=GPUTarget("cuda", 90, 32), options=options)
@@ -73,6 +78,7 @@ def launch_args(run, val, vec, own, extra=()):
 def main():
     stamped = "--stamped" in sys.argv
     sf.LATE_LOOKS = "--no-late-look" not in sys.argv
+    sf.FETCH_SHORT = "--short-fetch" in sys.argv
     fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
     if fuse and fuse[0] not in ("true", "false"):
         raise SystemExit(f"--fuse-rows takes true or false, got {fuse[0]!r}")

@@ -637,7 +637,7 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False):
+               APART: tl.constexpr = False, U0=None, lanes=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -660,10 +660,17 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
             W]; [W, S, R] spread the steps of a block of 8 rows of 4 entries across the threads).
             IC(0)'s grid read across (ACROSS, reads_across; FACTOR and APART as held_finish takes
             them): steps first, [S, R, W], so that each thread holds one step's operands of every
-            entry (permuted to [R, W, S])."""
-    start = tl.load(ENT_PTR + v, mask=ok, other=0)
-    end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
-    span = tl.load(HOLD_LEN + v, mask=ok, other=0)
+            entry (permuted to [R, W, S]).
+
+    Each round of these loads waits for the one before (about 0.6 µs each on an H200 under
+    load). Two tables take rounds off (t3's fetches_short): `lanes` (every lane with a row, ok
+    or not, with HOLD_LEN then covering every row) lets the row's span load beside the read of
+    its kind instead of after it; U0 (each factor step's first pair, UPD_PTR[ENT_VAL[e]]) lets
+    the pairs' positions load one round after the steps' instead of two."""
+    idx = ok if lanes is None else lanes
+    start = tl.load(ENT_PTR + v, mask=idx, other=0)
+    end = tl.load(ENT_PTR + v + 1, mask=idx, other=0)
+    span = tl.load(HOLD_LEN + v, mask=idx, other=0)
     hold = ok & ((span > 0) | (end == start))
     row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
     at = row0[:, None] + tl.arange(0, W)[None, :]
@@ -672,7 +679,10 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     sm = hold[:, None] & (e < end[:, None])
     p = tl.load(ENT_VAL + e, mask=sm, other=0)
     aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
-    u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
+    if U0 is None:
+        u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
+    else:
+        u0 = tl.load(U0 + e, mask=sm, other=0)
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     if GRID:

@@ -809,11 +809,13 @@ schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, 
 The vector pairs on the flag executor, which executor=None never picks, take it too, unmeasured."""
 
 
-def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True):
+def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True, short=False):
     """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
     two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
     merged when fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks); and
-    for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps).
+    for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps); with
+    `short` (FETCH_SHORT) and held rows, the tables of fetches_short: `u0`, each factor step's
+    first pair, and `hold_all`, HOLD_LEN over every row.
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
@@ -837,6 +839,11 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
             "fuse": (fuse if fused else np.full(1, -1)).astype(np.int32),
             "x_at": tables.solve_x_at if fused else np.full(1, -1, dtype=np.int32),
             "late": late if staged else np.zeros(1, dtype=np.int32)}
+    if short and W:
+        ne = int(tables.ent_ptr[tables.n1])
+        host["u0"] = np.asarray(tables.upd_ptr, dtype=np.int32)[tables.ent_val[:ne]] if ne else np.zeros(1, np.int32)
+        host["hold_all"] = np.zeros(len(tables.ent_ptr) - 1, dtype=np.int32)    # 0: not held
+        host["hold_all"][:len(tables.hold_len)] = tables.hold_len
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -926,6 +933,27 @@ it (of 1.476); float32 ILU(0) 1.519 and 1.427; power-law IC(0) 0.624 and 0.614. 
 on 2026-12-05 (its code: commit 1b428bf)."""
 
 
+FETCH_SHORT = False
+"""Whether the dataflow executor's factor kernel reads a held row's positions in fewer rounds of
+dependent loads (fetches_short). Not measured: prepared on 2026-12-05 on the development
+machine's CPU. Stamped that day on an H200 (figures/data/stamps_h200_2026-12-05_ab9ca09.*), a
+27-point ILU(0) row on the critical path took 3.9 µs to read its tables (T0 → T1: seven rounds,
+BLK_PTR, BLK_ITER, KIND, ENT_PTR and HOLD_LEN, ENT_VAL, UPD_PTR, UPD_B, each waiting for the one
+before), started 6.0 µs before its latest predecessor was done (one program a block: a program
+starts when another ends), and had its late operands 2.1 µs after that predecessor was done;
+rows whose predecessor stored while few others were polling took 3.4–3.6 µs from that store to
+their late operands, against 1.6 where many were, and 12 % started after it. So the row itself
+is often late to the wait. Three of the seven rounds can go: BLK_PTR (every block one row),
+KIND before ENT_PTR (HOLD_LEN over every row) and UPD_PTR (each step's first pair as a table),
+for 4 bytes a factor step and a row more on the device."""
+
+
+def fetches_short(run, W) -> bool:
+    """_syncfree's short fetch (ONE_ROW, HOLD_ALL, U0) for held rows on the dataflow executor,
+    where prepare built its tables (FETCH_SHORT)."""
+    return bool(run.data and W and "u0" in run.plan[1])
+
+
 def looks_late(run, W) -> bool:
     """_syncfree's LOOK_LATE for a staged held row (stages_steps): the runner's own `late_look`
     where set (dev/sparse_fusion/ab_options.py sets it), else LATE_LOOKS."""
@@ -1008,6 +1036,8 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
     sync = _fresh_ticket(val.device, run.claim) if data else torch.zeros(1 + blocks, dtype=torch.int32,
                                                                           device=val.device)
     W, S, C = run.tables.held(run.block_rows)
+    short = fetches_short(run, W)
+    tables = {"U0": sdev["u0"], "HOLD_ALL": sdev["hold_all"]} if short else {}
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
@@ -1015,6 +1045,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
                  STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
+                 ONE_ROW=short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel(), **tables,
                  num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
 
@@ -1532,9 +1563,11 @@ class Prepared:
         else:                   # the flag executor, or a factor pair's dataflow executor (kernel_of)
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
-            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device)),
+            short = FETCH_SHORT and self.data
+            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short),
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
-                                                               tickets, fuse_rows, device, waits=not self.data))
+                                                               tickets, fuse_rows, device, waits=not self.data,
+                                                               short=short))
 
     @property
     def every_slot(self) -> bool:

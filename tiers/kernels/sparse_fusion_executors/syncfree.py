@@ -15,7 +15,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
-              APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False):
+              APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
+              U0=None, HOLD_ALL=None, ONE_ROW: tl.constexpr = False):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -34,15 +35,22 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     as what they read is there, and waits for the rest after them (held_finish). RELOOK (STAGED and
     FUSED; relooks): the x_j a held row's solve still misses are read again once its late operands
     are in, the load in flight beside its last steps. LOOK_LATE (STAGED; looks_late): the late
-    operands are read again at every poll of the late pivots (held_finish)."""
+    operands are read again at every poll of the late pivots (held_finish). Fewer rounds of
+    dependent loads before a held row's operands (t3's fetches_short): ONE_ROW (every block one
+    row) reads block t's row from BLK_ITER[t] without BLK_PTR; HOLD_ALL (HOLD_LEN over every row)
+    and U0 (each factor step's first pair) go to held_fetch."""
     if STRIDE:
         t = tl.program_id(0)
     else:
         t = tl.atomic_add(SYNC, 1, sem="relaxed")
     while t < N_BLK:
-        first = tl.load(BLK_PTR + t)
-        lane = first + tl.arange(0, R)
-        ok = lane < tl.load(BLK_PTR + t + 1)
+        if ONE_ROW:
+            lane = t + tl.arange(0, R)
+            ok = lane < N_BLK
+        else:
+            first = tl.load(BLK_PTR + t)
+            lane = first + tl.arange(0, R)
+            ok = lane < tl.load(BLK_PTR + t + 1)
         v = tl.load(BLK_ITER + lane, mask=ok, other=0)
         if FACTOR != 0:
             fac = tl.load(KIND + v, mask=ok, other=0) != 0
@@ -53,9 +61,14 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
             v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
-            hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C, FACTOR,
-                APART)
+            if HOLD_ALL is None:
+                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
+                    FACTOR, APART, U0)
+            else:
+                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                    v, fac, FAC_PTR, HOLD_ALL, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
+                    FACTOR, APART, U0, ok)
             walk = fac & ~hold
             late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
