@@ -1952,13 +1952,15 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
     that take rounds off their fetch — each factor step's first pair (u0 = UPD_PTR[ENT_VAL[e]])
     and HOLD_LEN over every row, 0 past the factor's — which the launch passes (U0, HOLD_ALL), and
     it reads block t's row without BLK_PTR where every block is one row (ONE_ROW); the results are t0's, grid or list (the
-    arrow's rows). Off by default, and then no such table is built."""
+    arrow's rows). On by default; off, no such table is built."""
     mats = operands(pair, _arrow_first(40) if name == "arrow" else
                     matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 4))
     b = np.random.default_rng(_seed("short_fetch", name, pair)).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, "float64", ("short_fetch", name, pair))
     v = _vector(b, "float64")
     s = fs.inspect(pair, *mats, kind="sparse_fusion")
+    assert t3.FETCH_SHORT
+    monkeypatch.setattr(t3, "FETCH_SHORT", False)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
     assert not t3.fetches_short(run, W) and (run.lean or "u0" not in run.plan[1])

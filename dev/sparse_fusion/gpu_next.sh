@@ -4,14 +4,17 @@
 # Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (five times; last with the
 # code of ab9ca09), cli poisson3d27 (every pair), cli poisson2d (every pair), cli powerlaw (every
 # pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS), flow_stamps, late_sets
-# (LATE_LOOKS on since, LATE_SETS removed). A warm machine answers each call within seconds; a cold
-# one costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s.
+# (LATE_LOOKS on since, LATE_SETS removed), short_fetch on an H100 (FETCH_SHORT on since). A
+# warm machine answers each call within seconds; a cold one costs a minute or two of the
+# session's 30, so the steps go in as few calls as fit in 600 s.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh short_fetch   # FETCH_SHORT, prepared 2026-12-05 without a GPU:
-#                                                     a held row's tables in four rounds of loads,
-#                                                     not seven (about 3 min, est.)
+#   bash dev/sparse_fusion/gpu_next.sh tests         # first: FETCH_SHORT (on since d5ca323's A/B on an
+#                                                     H100) has run only its own test on a GPU
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
+#       cli:powerlaw:spilu0_sptrsv,spic0_sptrsv      # the table's factor rows with FETCH_SHORT (5 min)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches; about 5 min, est.)
+#   bash dev/sparse_fusion/gpu_next.sh stamps        # where a 27-point level's time goes now
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
@@ -50,11 +53,11 @@ poisson3d27:64:spic0_sptrsv:sparse_fusion,poisson3d27:64:spilu0_sptrsv:wavefront
       timeout 300 python3 dev/sparse_fusion/flow_stamps.py "$OUT/flow_stamps" poisson3d27:64:sptrsv_spmv:sparse_fusion,\
 poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fusion,poisson3d:100:sptrsv_spmv:sparse_fusion \
         2>&1 | tee "$OUT/flow_stamps.log" | cut -c1-600 | tail -20 ;;
-    short_fetch)  # A/B of FETCH_SHORT (t3's fetches_short), off by default: held rows' tables in fewer rounds
+    short_fetch)  # A/B of FETCH_SHORT (t3's fetches_short), on since 2026-12-05: held rows' tables in fewer rounds
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/short_fetch_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
 poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
-        "pkg=;short=short_fetch:1" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
+        "pkg=;long=short_fetch:0" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

@@ -13,8 +13,8 @@ needs a Triton 3.6 environment (e.g. pip install torch==2.13.0 triton==3.6.0 "nu
 and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.py's copy too,
 `--fuse-rows=true|false` prepares with that fuse_rows instead of the package's rule,
 `--no-late-look` compiles staged rows without their late operands read at their pivots' polls
-(t3's looks_late, LATE_LOOKS, on in the package), `--short-fetch` with held rows' tables read
-in fewer rounds (t3's fetches_short, FETCH_SHORT, off in the package).
+(t3's looks_late, LATE_LOOKS, on in the package), `--no-short-fetch` without held rows' tables
+read in fewer rounds (t3's fetches_short, FETCH_SHORT, on in the package).
 """
 import os
 import re
@@ -78,7 +78,7 @@ def launch_args(run, val, vec, own, extra=()):
 def main():
     stamped = "--stamped" in sys.argv
     sf.LATE_LOOKS = "--no-late-look" not in sys.argv
-    sf.FETCH_SHORT = "--short-fetch" in sys.argv
+    sf.FETCH_SHORT = "--no-short-fetch" not in sys.argv
     fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
     if fuse and fuse[0] not in ("true", "false"):
         raise SystemExit(f"--fuse-rows takes true or false, got {fuse[0]!r}")

@@ -933,11 +933,11 @@ it (of 1.476); float32 ILU(0) 1.519 and 1.427; power-law IC(0) 0.624 and 0.614. 
 on 2026-12-05 (its code: commit 1b428bf)."""
 
 
-FETCH_SHORT = False
+FETCH_SHORT = True
 """Whether the dataflow executor's factor kernel reads a held row's positions in fewer rounds of
-dependent loads (fetches_short). Not measured: prepared on 2026-12-05 on the development
-machine's CPU. Stamped that day on an H200 (figures/data/stamps_h200_2026-12-05_ab9ca09.*), a
-27-point ILU(0) row on the critical path took 3.9 µs to read its tables (T0 → T1: seven rounds,
+dependent loads (fetches_short). Stamped on 2026-12-05 on an H200
+(figures/data/stamps_h200_2026-12-05_ab9ca09.*), a 27-point ILU(0) row on the critical path
+took 3.9 µs to read its tables (T0 → T1: seven rounds,
 BLK_PTR, BLK_ITER, KIND, ENT_PTR and HOLD_LEN, ENT_VAL, UPD_PTR, UPD_B, each waiting for the one
 before), started 6.0 µs before its latest predecessor was done (one program a block: a program
 starts when another ends), and had its late operands 2.1 µs after that predecessor was done;
@@ -945,7 +945,13 @@ rows whose predecessor stored while few others were polling took 3.4–3.6 µs f
 their late operands, against 1.6 where many were, and 12 % started after it. So the row itself
 is often late to the wait. Three of the seven rounds can go: BLK_PTR (every block one row),
 KIND before ENT_PTR (HOLD_LEN over every row) and UPD_PTR (each step's first pair as a table),
-for 4 bytes a factor step and a row more on the device."""
+for 4 bytes a factor step and a row more on the device. On since its A/B of 2026-12-05 (NVIDIA
+H100 80GB HBM3, one process, 5 rotated rounds, medians, every output checked first,
+figures/data/short_fetch_ab_h100_*, short_fetch_powerlaw_ab_h100_*; ms, off → on): 27-point
+ILU(0) float64 1.602 → 1.463, IC(0) 1.465 → 1.352, ILU(0) float32 1.388 → 1.260; power-law
+IC(0) 0.641 → 0.594, ILU(0) (blocks of 8 rows: no ONE_ROW) 1.134 → 1.093. sm_90 (Triton 3.6)
+at the caps: 27-point ILU(0) 4 640 → 4 472 SASS instructions, IC(0) 5 504 → 5 384, none
+spilled."""
 
 
 def fetches_short(run, W) -> bool:
