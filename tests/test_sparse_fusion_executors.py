@@ -554,17 +554,18 @@ def test_dataflow_early_look(monkeypatch):
     assert parities == {0, 1}
 
 
-def _claimed_meta(monkeypatch, keys):
-    """A list that gets, for every launch through t3's `claimed` (which still launches), the
-    kernel's meta-parameters named in `keys`."""
+def _claimed_meta(monkeypatch, keys, via="claimed"):
+    """A list that gets, for every launch through t3's `via` (`claimed`, the dataflow kernel's;
+    `_launch_claimed`, _syncfree's; it still launches), the kernel's meta-parameters named in
+    `keys`."""
     launches = []
-    plain = t3.claimed
+    plain = getattr(t3, via)
 
     def spy(kernel, run, count, args, meta, pdl=False):
         launches.append({k: meta.get(k) for k in keys})
         return plain(kernel, run, count, args, meta, pdl)
 
-    monkeypatch.setattr(t3, "claimed", spy)
+    monkeypatch.setattr(t3, via, spy)
     return launches
 
 
@@ -1905,21 +1906,15 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
-def _staged_case(name, pair, seed, tag, flag, monkeypatch):
-    """(operands, t0's results, the vector, the launches' `flag` as they come) of a held-grid case
-    (HELD_GRID_CASES) for the staged rows' variants' tests, every _syncfree launch spied on."""
-    mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), seed))
+def _staged_case(name, pair, seed, tag, keys, monkeypatch):
+    """(operands, t0's results, the vector, the launches' meta-parameters `keys` as they come) of
+    a held-grid case (HELD_GRID_CASES; "arrow": held rows that take a list) for the held rows'
+    variants' tests, every _syncfree launch spied on (_claimed_meta)."""
+    A = _arrow_first(40) if name == "arrow" else matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), seed)
+    mats = operands(pair, A)
     b = np.random.default_rng(_seed(tag, name, pair)).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, "float64", (tag, name, pair))
-    seen = []
-    plain = t3._launch_claimed
-
-    def spy(kernel, run, count, args, meta, pdl=False):
-        seen.append(meta.get(flag))
-        return plain(kernel, run, count, args, meta, pdl)
-
-    monkeypatch.setattr(t3, "_launch_claimed", spy)
-    return mats, ref, _vector(b, "float64"), seen
+    return mats, ref, _vector(b, "float64"), _claimed_meta(monkeypatch, keys, "_launch_claimed")
 
 
 @pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
@@ -1928,7 +1923,7 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     pivots' polls where the runner's `late_look` or, unset, LATE_LOOKS says so (on by default),
     and no row that is not staged ever does; the launch carries it (LOOK_LATE), and the results
     are t0's with it on. (The 5- and 7-point grids' pairs run by the lean rows, not this kernel.)"""
-    mats, ref, v, seen = _staged_case(name, pair, 2, "late_look", "LOOK_LATE", monkeypatch)
+    mats, ref, v, seen = _staged_case(name, pair, 2, "late_look", ("LOOK_LATE",), monkeypatch)
     run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
     assert t3.stages_steps(run, W) == staged and t3.looks_late(run, W) == staged
@@ -1942,7 +1937,7 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     assert t3.looks_late(run, W) == staged
     seen.clear()
     _check(run(v), ref, pair, mats, "float64", "dataflow, late operands looked at")
-    assert (bool(seen) != run.lean) and all(x == staged for x in seen)
+    assert (bool(seen) != run.lean) and all(x["LOOK_LATE"] == staged for x in seen)
 
 
 @pytest.mark.parametrize("name,pair", [(name, pair) for name, pair, _, _ in HELD_GRID_CASES]
@@ -1951,27 +1946,15 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
     """fetches_short: with FETCH_SHORT, prepare gives the dataflow executor's held rows the tables
     that take rounds off their fetch — each factor step's first pair (u0 = UPD_PTR[ENT_VAL[e]])
     and HOLD_LEN over every row, 0 past the factor's — which the launch passes (U0, HOLD_ALL), and
-    it reads block t's row without BLK_PTR where every block is one row (ONE_ROW); the results are t0's, grid or list (the
-    arrow's rows). On by default; off, no such table is built."""
-    mats = operands(pair, _arrow_first(40) if name == "arrow" else
-                    matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 4))
-    b = np.random.default_rng(_seed("short_fetch", name, pair)).standard_normal(mats[0].shape[0])
-    ref = _reference(pair, mats, b, "float64", ("short_fetch", name, pair))
-    v = _vector(b, "float64")
+    it reads block t's row without BLK_PTR where every block is one row (ONE_ROW); the results
+    are t0's, grid or list (the arrow's rows). On by default; off, no such table is built."""
+    mats, ref, v, seen = _staged_case(name, pair, 4, "short_fetch", ("ONE_ROW", "U0", "HOLD_ALL"), monkeypatch)
     s = fs.inspect(pair, *mats, kind="sparse_fusion")
     assert t3.FETCH_SHORT
     monkeypatch.setattr(t3, "FETCH_SHORT", False)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
     assert not t3.fetches_short(run, W) and (run.lean or "u0" not in run.plan[1])
-    seen = []
-    plain = t3._launch_claimed
-
-    def spy(kernel, run_, count, args, meta, pdl=False):
-        seen.append((meta.get("ONE_ROW"), "U0" in meta and "HOLD_ALL" in meta))
-        return plain(kernel, run_, count, args, meta, pdl)
-
-    monkeypatch.setattr(t3, "_launch_claimed", spy)
     monkeypatch.setattr(t3, "FETCH_SHORT", True)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
@@ -1987,7 +1970,8 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
         assert len(hold_all) == len(T.ent_ptr) - 1 and np.array_equal(hold_all[:len(T.hold_len)], T.hold_len)
         assert not hold_all[len(T.hold_len):].any()
         one_row = run.block_rows == 1 and run.plan[0] == len(dev["blk_iter"])
-        assert seen and all(x == (one_row, True) for x in seen)
+        assert seen and all(x["ONE_ROW"] == one_row and x["U0"] is not None and x["HOLD_ALL"] is not None
+                            for x in seen)
 
 
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]

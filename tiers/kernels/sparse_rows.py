@@ -637,7 +637,7 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False, U0=None, lanes=None):
+               APART: tl.constexpr = False, U0=None, HOLD_ALL=None, lanes=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -663,14 +663,18 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
             entry (permuted to [R, W, S]).
 
     Each round of these loads waits for the one before (seven rounds from a block's ticket took
-    3.9 µs on the 27-point grid's critical path, stamped on an H200). Two tables take rounds off (t3's fetches_short): `lanes` (every lane with a row, ok
-    or not, with HOLD_LEN then covering every row) lets the row's span load beside the read of
-    its kind instead of after it; U0 (each factor step's first pair, UPD_PTR[ENT_VAL[e]]) lets
-    the pairs' positions load one round after the steps' instead of two."""
-    idx = ok if lanes is None else lanes
+    3.9 µs on the 27-point grid's critical path, stamped on an H200). Two tables take rounds off
+    (t3's fetches_short): HOLD_ALL, HOLD_LEN over every row, lets the row's span load for every
+    lane with a row (`lanes`, factor row or not) beside the read of its kind instead of after it;
+    U0 (each factor step's first pair, UPD_PTR[ENT_VAL[e]]) lets the pairs' positions load one
+    round after the steps' instead of two."""
+    idx = ok if HOLD_ALL is None else lanes
     start = tl.load(ENT_PTR + v, mask=idx, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=idx, other=0)
-    span = tl.load(HOLD_LEN + v, mask=idx, other=0)
+    if HOLD_ALL is None:
+        span = tl.load(HOLD_LEN + v, mask=ok, other=0)
+    else:
+        span = tl.load(HOLD_ALL + v, mask=lanes, other=0)
     hold = ok & ((span > 0) | (end == start))
     row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
     at = row0[:, None] + tl.arange(0, W)[None, :]

@@ -938,8 +938,9 @@ FETCH_SHORT = True
 dependent loads (fetches_short). Stamped on 2026-12-05 on an H200
 (figures/data/stamps_h200_2026-12-05_ab9ca09.*), a 27-point ILU(0) row on the critical path
 took 3.9 µs to read its tables (T0 → T1: seven rounds, BLK_PTR, BLK_ITER, KIND, ENT_PTR and
-HOLD_LEN, ENT_VAL, UPD_PTR, UPD_B, each waiting for the one before), started 6.0 µs before its latest predecessor was done (one program a block: a program
-starts when another ends), and had its late operands 2.1 µs after that predecessor was done;
+HOLD_LEN, ENT_VAL, UPD_PTR, UPD_B, each waiting for the one before), started 6.0 µs before its
+latest predecessor was done (one program a block: a program starts when another ends), and had
+its late operands 2.1 µs after that predecessor was done;
 rows whose predecessor stored while few others were polling took 3.4–3.6 µs from that store to
 their late operands, against 1.6 where many were, and 12 % started after it. So the row itself
 is often late to the wait. Three of the seven rounds can go: BLK_PTR (every block one row),

@@ -61,14 +61,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
             v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
-            if HOLD_ALL is None:
-                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
-                    FACTOR, APART, U0)
-            else:
-                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                    v, fac, FAC_PTR, HOLD_ALL, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
-                    FACTOR, APART, U0, ok)
+            hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
+                FACTOR, APART, U0, HOLD_ALL, ok)
             walk = fac & ~hold
             late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
