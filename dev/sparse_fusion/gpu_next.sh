@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # The sparse-fusion calls a lent GPU owes, in the order to make them (a `run` takes one step or
 # several; about 30 minutes of device time a session). Everything lands under $OUT with the environment it ran in.
-# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (five times; last with the
-# code of ab9ca09), cli poisson3d27 (every pair), cli poisson2d (every pair), cli powerlaw (every
-# pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS), flow_stamps, late_sets
-# (LATE_LOOKS on since, LATE_SETS removed), short_fetch on an H100 (FETCH_SHORT on since). A
-# warm machine answers each call within seconds; a cold one costs a minute or two of the
-# session's 30, so the steps go in as few calls as fit in 600 s.
+# Done on 2026-12-05 (figures/data/*_2026-12-05*): band_solve, tests (six times; last with the
+# code of 28e4af2, FETCH_SHORT on, on an H100), cli poisson3d27 (every pair), cli poisson2d (every
+# pair), cli powerlaw (every pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS;
+# again on an H100 with FETCH_SHORT), flow_stamps, late_sets (LATE_LOOKS on since, LATE_SETS
+# removed), short_fetch on an H100 (FETCH_SHORT on since), the factor pairs' cli rows of
+# poisson3d27 and powerlaw with FETCH_SHORT on an H100 (not the table's H200). A warm machine
+# answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
+# steps go in as few calls as fit in 600 s. A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests         # first: FETCH_SHORT (on since d5ca323's A/B on an
-#                                                     H100) has run only its own test on a GPU
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
-#       cli:powerlaw:spilu0_sptrsv,spic0_sptrsv      # the table's factor rows with FETCH_SHORT (5 min)
+#       cli:powerlaw:spilu0_sptrsv,spic0_sptrsv      # the H200 table's factor rows with FETCH_SHORT (5 min)
 #   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
 #                                                     column with kept launches; about 5 min, est.)
-#   bash dev/sparse_fusion/gpu_next.sh stamps        # where a 27-point level's time goes now
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
