@@ -6,15 +6,13 @@
 # pair), cli powerlaw (every pair), spmv_cost, widths (twice), stamps (before and after LATE_LOOKS;
 # again on an H100 with FETCH_SHORT), flow_stamps, late_sets (LATE_LOOKS on since, LATE_SETS
 # removed), short_fetch on an H100 (FETCH_SHORT on since), the factor pairs' cli rows of
-# poisson3d27 and powerlaw with FETCH_SHORT on an H100 (not the table's H200). A warm machine
-# answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
-# steps go in as few calls as fit in 600 s. A call that names nvidia-h200 may still get an H100.
+# poisson3d27 and powerlaw with FETCH_SHORT (on an H100, then on the H200 for the table), cli
+# poisson3d (every pair, t2 keeping its launches). A warm machine answers each call within
+# seconds; a cold one costs a minute or two of the session's 30, so the steps go in as few calls
+# as fit in 600 s. A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli:poisson3d27:spilu0_sptrsv,spic0_sptrsv \
-#       cli:powerlaw:spilu0_sptrsv,spic0_sptrsv      # the H200 table's factor rows with FETCH_SHORT (5 min)
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli poisson3d   (all pairs: the t2
-#                                                     column with kept launches; about 5 min, est.)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
+# and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
 # call's own limit too, and what they wrote by then still comes back.
