@@ -1882,7 +1882,8 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
     some row has steps on both sides of its first late one — the 27-point grid — and not on the
     5- and 7-point grids (every first step is late) or the power-law graph's ILU(0) (rows of few
     steps, STAGED_ILU_STEPS); the flag executor never. Staged ILU(0) rows read their solve's
-    missing x_j again after the late operands, in float64 only (relooks). Staged or not, both
+    missing x_j again after the late operands, in float64 only (relooks), unless the runner's
+    `relook` says otherwise. Staged or not, both
     schedules give t0's results, and so does the same plan with STAGED_STEPS off. The 27-point
     grid is 3×3×3: its held rows are staged there already."""
     mats = operands(pair, matrix(name, {"poisson2d": 36, "poisson3d_27": 27}.get(name, 64), 2))
@@ -1899,6 +1900,13 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
             relook = staged and executor == "dataflow" and pair == "spilu0_sptrsv" and kind == "sparse_fusion"
             assert t3.relooks(run, W, torch.float64) == relook and not t3.relooks(run, W, torch.float32)
             _check(run(v), ref, pair, mats, "float64", f"{executor} {kind}")
+            if relook:                 # the runner's own `relook` overrides the rule, either way
+                off = t3.prepare(pair, *mats, like=v, schedule=s, executor=executor)
+                off.relook = False     # before its first call: a GPU's later calls replay that one
+                assert not t3.relooks(off, W, torch.float64)
+                _check(off(v), ref, pair, mats, "float64", f"{executor} {kind}, no relook")
+                off.relook = True
+                assert t3.relooks(off, W, torch.float32)
             if t3.stages_steps(run, W):
                 monkeypatch.setattr(t3, "STAGED_STEPS", False)
                 assert not t3.stages_steps(run, W) and not t3.relooks(run, W, torch.float64)

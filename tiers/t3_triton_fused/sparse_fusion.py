@@ -911,8 +911,10 @@ def relooks(run, W, dtype) -> bool:
     1.276–1.318, 27-point IC(0) 1.969 against 1.877–1.879: no gain anywhere, so no unstaged
     relook. Per-block stamps (figures/data/clk_probe_relook_*) put the 3D rows' x_j in memory
     1.4 µs before the row's store anyway, the hop of the factor's own operands being what sets
-    their rate."""
-    return stages_steps(run, W) and run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
+    their rate. The runner's own `relook`, where set, decides instead (dev/sparse_fusion/ab_options.py
+    sets it)."""
+    rule = run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
+    return stages_steps(run, W) and (rule if run.relook is None else bool(run.relook))
 
 
 LATE_LOOKS = True
@@ -1601,6 +1603,7 @@ class Prepared:
     streams: dict = {}  # and the kernel's arguments for them (stream_args); read, never changed
     launches = None     # the dataflow call's launches, kept by its first call where binds (_dataflow_launches)
     late_look = None    # a staged factor row's late operands read at its pivots' polls: None, LATE_LOOKS's rule
+    relook = None       # a staged row's missing x_j read again after its late operands: None, relooks' rule
 
     def __call__(self, vector):
         if self.data or self.lean:
