@@ -11,6 +11,8 @@
 # seconds; a cold one costs a minute or two of the session's 30, so the steps go in as few calls
 # as fit in 600 s. A call that names nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh relook        # RELOOK (relooks) A/B'd again since LATE_LOOKS and
+#                                                     FETCH_SHORT (about 3 min warm)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -55,6 +57,10 @@ poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fus
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
 poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
         "pkg=;long=short_fetch:0" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
+    relook)       # A/B of relooks' rule (pkg: ILU(0) float64 rereads, IC(0) does not) against off and on everywhere
+      timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
+        "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \
