@@ -11,6 +11,8 @@
 # seconds; a cold one costs a minute or two of the session's 30, so the steps go in as few calls
 # as fit in 600 s. A call that names nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh ahead         # LATE_AHEAD (reads_ahead, prepared, off): its A/B
+#                                                     first, then `tests` if it wins (about 3 min warm)
 #   bash dev/sparse_fusion/gpu_next.sh relook        # RELOOK (relooks) A/B'd again since LATE_LOOKS and
 #                                                     FETCH_SHORT (about 3 min warm)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
@@ -57,6 +59,11 @@ poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fus
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
 poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
         "pkg=;long=short_fetch:0" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
+    ahead)        # A/B of LATE_AHEAD (t3's reads_ahead): staged rows' late operands read again after the first stage's
+      timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/ahead_ab.json" \
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
+poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
+        "pkg=;ahead=late_ahead:1" 2>&1 | tee "$OUT/ahead_ab.log" | cut -c1-400 | tail -12 ;;
     relook)       # A/B of relooks' rule (pkg: ILU(0) float64 rereads, IC(0) does not) against off and on everywhere
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \

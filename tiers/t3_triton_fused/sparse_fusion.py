@@ -969,6 +969,26 @@ def looks_late(run, W) -> bool:
     return stages_steps(run, W) and (LATE_LOOKS if own is None else bool(own))
 
 
+LATE_AHEAD = False
+"""Whether staged held rows read their late pivots and operands again as soon as their first
+stage's are in (reads_ahead; held_finish's AHEAD), the load in flight while the first steps run.
+Per-block stamps of the 27-point ILU(0) on an H100 (2026-12-05, FETCH_SHORT and LATE_LOOKS on,
+figures/data/stamps_h100_2026-12-05_28e4af2.*, split by figures/data/hop_split_h100_2026-12-05.json)
+put 67 % of its rows' first-stage operands in only after their latest factor predecessor had
+stored; those rows took 3.1 µs at the median from that store to their late operands, of which
+2.1 µs after their first stage's (a row whose predecessors were done 3 µs before took 1.5): the
+first read of the late operands had left before that store, so after the first steps the second
+stage started a round trip of its own. Rows with their first stage in 1 µs or more before that
+store took 1.15 µs. Off until an A/B on a GPU decides it (dev/sparse_fusion/gpu_next.sh ahead)."""
+
+
+def reads_ahead(run, W) -> bool:
+    """_syncfree's AHEAD for a staged held row (stages_steps): the runner's own `late_ahead` where
+    set (dev/sparse_fusion/ab_options.py sets it), else LATE_AHEAD."""
+    own = run.late_ahead
+    return stages_steps(run, W) and (LATE_AHEAD if own is None else bool(own))
+
+
 def held_grid(tables, W) -> bool:
     """Whether a factor pair's held rows (W > 0) take their pairs as a grid (sparse_rows.grid_layout):
     what the two-stage steps (_syncfree_plan) and the register caps (register_cap) start from."""
@@ -1053,6 +1073,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
                  STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
+                 AHEAD=reads_ahead(run, W),
                  ONE_ROW=short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel(), **tables,
                  num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
@@ -1604,6 +1625,7 @@ class Prepared:
     launches = None     # the dataflow call's launches, kept by its first call where binds (_dataflow_launches)
     late_look = None    # a staged factor row's late operands read at its pivots' polls: None, LATE_LOOKS's rule
     relook = None       # a staged row's missing x_j read again after its late operands: None, relooks' rule
+    late_ahead = None   # a staged row's late operands read again once its first stage's are in: None, LATE_AHEAD
 
     def __call__(self, vector):
         if self.data or self.lean:
