@@ -1948,32 +1948,6 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
     assert (bool(seen) != run.lean) and all(x["LOOK_LATE"] == staged for x in seen)
 
 
-@pytest.mark.parametrize("name,pair,staged,across", HELD_GRID_CASES)
-def test_late_ahead_rule_and_t0(name, pair, staged, across, monkeypatch):
-    """reads_ahead: a staged held row reads its late operands again as soon as its first stage's
-    are in where the runner's `late_ahead` or, unset, LATE_AHEAD says so (off by default), and no
-    row that is not staged ever does; the launch carries it (AHEAD), and the results are t0's with
-    it on, beside LATE_LOOKS or not."""
-    mats, ref, v, seen = _staged_case(name, pair, 3, "late_ahead", ("AHEAD", "LOOK_LATE"), monkeypatch)
-    s = fs.inspect(pair, *mats, kind="sparse_fusion")
-    run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
-    W = run.tables.held(run.block_rows)[0]
-    assert not t3.LATE_AHEAD and not t3.reads_ahead(run, W)
-    monkeypatch.setattr(t3, "LATE_AHEAD", True)
-    assert t3.reads_ahead(run, W) == staged
-    run.late_ahead = False
-    assert not t3.reads_ahead(run, W)
-    monkeypatch.setattr(t3, "LATE_AHEAD", False)
-    for look in (True, False):
-        run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
-        run.late_ahead, run.late_look = True, look
-        assert t3.reads_ahead(run, W) == staged
-        seen.clear()
-        _check(run(v), ref, pair, mats, "float64", f"dataflow, late operands read ahead, late_look={look}")
-        assert (bool(seen) != run.lean) and all(x["AHEAD"] == staged and x["LOOK_LATE"] == (look and staged)
-                                                for x in seen)
-
-
 @pytest.mark.parametrize("name,pair", [(name, pair) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv"), ("arrow", "spic0_sptrsv")])
 def test_short_fetch_tables_and_t0(name, pair, monkeypatch):

@@ -72,9 +72,7 @@ def parse_options(text):
     call launches through the JIT at every call, t3's BOUND off), and `late_look` (`late_look:1`:
     a staged factor row reads its late operands at its pivots' polls, t3's looks_late), and `relook`
     (`relook:0`: a staged row does not read its missing x_j again after its late operands, t3's
-    relooks; `relook:1`: every staged row that carries its solve does, in float32 too), and
-    `late_ahead` (`late_ahead:1`: a staged row reads its late operands again once its first
-    stage's are in, t3's reads_ahead); `sums:N`
+    relooks; `relook:1`: every staged row that carries its solve does, in float32 too); `sums:N`
     sets the runner's `sums` (_dataflow's SUMS: which blocks take their sums at every poll,
     sums_each_poll)."""
     variants = {}
@@ -83,7 +81,7 @@ def parse_options(text):
         kw, sets = {}, {}
         for pair in filter(None, spec.split("+")):
             key, _, value = pair.partition(":")
-            if key in ("early", "direct", "binds", "late_look", "relook", "late_ahead"):
+            if key in ("early", "direct", "binds", "late_look", "relook"):
                 sets[key] = value == "1"
             elif key == "sums":
                 sets[key] = int(value)

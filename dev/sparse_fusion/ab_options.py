@@ -15,13 +15,11 @@ every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first 
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
 each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM, slot stride, pair stride, SpMV share, late_look, relook, late_ahead, whether the plan stages the
+resident per SM, slot stride, pair stride, SpMV share, late_look, relook, whether the plan stages the
 held rows' steps and whether it fetches them short) and prints each row. `late_look:1` /
 `late_look:0`: a staged factor row reads its late operands at its pivots' polls, or not,
 whatever LATE_LOOKS says (t3's looks_late). `relook:1` / `relook:0`: a staged row reads its
-missing x_j again after its late operands, or not, whatever relooks' rule says. `late_ahead:1` /
-`late_ahead:0`: a staged row reads its late operands again once its first stage's are in, or not,
-whatever LATE_AHEAD says (t3's reads_ahead). `short_fetch:1` / `short_fetch:0` prepares with FETCH_SHORT on / off whatever the
+missing x_j again after its late operands, or not, whatever relooks' rule says. `short_fetch:1` / `short_fetch:0` prepares with FETCH_SHORT on / off whatever the
 package's default (held rows' tables read in fewer rounds, t3's fetches_short; patched around
 prepare). (`late_sets:N` ran LATE_SETS, removed after its A/B of 2026-12-05,
 figures/data/ab_late_sets_*.)
@@ -78,7 +76,7 @@ def main():
         row["shape"] = {label: [r.block_rows, r.programs_per_sm, bool(getattr(r, "early", False)), r.claim,
                                  r.fuse_rows, bool(getattr(r, "lean", False)), bool(getattr(r, "direct", False)),
                                  r.resident, getattr(r, "slot_stride", None), getattr(r, "pair_stride", None),
-                                 r.spmv_share, r.late_look, r.relook, r.late_ahead,
+                                 r.spmv_share, r.late_look, r.relook,
                                  r.plan[3] if getattr(r, "data", False) and len(r.plan) == 4 else None,
                                  bool(getattr(r, "data", False)
                                       and sf.fetches_short(r, r.tables.held(r.block_rows)[0]))]

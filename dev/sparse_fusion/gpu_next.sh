@@ -7,14 +7,11 @@
 # again on an H100 with FETCH_SHORT), flow_stamps, late_sets (LATE_LOOKS on since, LATE_SETS
 # removed), short_fetch on an H100 (FETCH_SHORT on since), the factor pairs' cli rows of
 # poisson3d27 and powerlaw with FETCH_SHORT (on an H100, then on the H200 for the table), cli
-# poisson3d (every pair, t2 keeping its launches). A warm machine answers each call within
-# seconds; a cold one costs a minute or two of the session's 30, so the steps go in as few calls
-# as fit in 600 s. A call that names nvidia-h200 may still get an H100.
+# poisson3d (every pair, t2 keeping its launches); on an H100 after 17:18, LATE_AHEAD's A/B (by
+# hand, ab_options late_ahead:1; removed since) and relook's (ILU(0) only). A warm machine
+# answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
+# steps go in as few calls as fit in 600 s. A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh ahead         # LATE_AHEAD (reads_ahead, prepared, off): its A/B
-#                                                     first, then `tests` if it wins (about 3 min warm)
-#   bash dev/sparse_fusion/gpu_next.sh relook        # RELOOK (relooks) A/B'd again since LATE_LOOKS and
-#                                                     FETCH_SHORT (about 3 min warm)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -59,11 +56,6 @@ poisson3d27:64:spmv_sptrsv:sparse_fusion,poisson3d27:64:sptrsv_sptrsv:sparse_fus
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
 poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
         "pkg=;long=short_fetch:0" 2>&1 | tee "$OUT/short_fetch_ab.log" | cut -c1-400 | tail -12 ;;
-    ahead)        # A/B of LATE_AHEAD (t3's reads_ahead): staged rows' late operands read again after the first stage's
-      timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/ahead_ab.json" \
-poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion,\
-poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
-        "pkg=;ahead=late_ahead:1" 2>&1 | tee "$OUT/ahead_ab.log" | cut -c1-400 | tail -12 ;;
     relook)       # A/B of relooks' rule (pkg: ILU(0) float64 rereads, IC(0) does not) against off and on everywhere
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \

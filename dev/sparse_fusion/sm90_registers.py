@@ -14,9 +14,7 @@ and the repository on PYTHONPATH; `--stamped` compiles dev/sparse_fusion/stamps.
 `--fuse-rows=true|false` prepares with that fuse_rows instead of the package's rule,
 `--no-late-look` compiles staged rows without their late operands read at their pivots' polls
 (t3's looks_late, LATE_LOOKS, on in the package), `--no-short-fetch` without held rows' tables
-read in fewer rounds (t3's fetches_short, FETCH_SHORT, on in the package), `--late-ahead` with
-staged rows' late operands read again once their first stage's are in (t3's reads_ahead,
-LATE_AHEAD, off in the package).
+read in fewer rounds (t3's fetches_short, FETCH_SHORT, on in the package).
 """
 import os
 import re
@@ -81,7 +79,6 @@ def main():
     stamped = "--stamped" in sys.argv
     sf.LATE_LOOKS = "--no-late-look" not in sys.argv
     sf.FETCH_SHORT = "--no-short-fetch" not in sys.argv
-    sf.LATE_AHEAD = "--late-ahead" in sys.argv
     fuse = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--fuse-rows=")]
     if fuse and fuse[0] not in ("true", "false"):
         raise SystemExit(f"--fuse-rows takes true or false, got {fuse[0]!r}")

@@ -858,7 +858,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
                 W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, OWN, DATA: tl.constexpr = False,
                 SENT: tl.constexpr = 0, NAP: tl.constexpr = 0, APART: tl.constexpr = False, late=0,
                 STAGED: tl.constexpr = False, x=0.0, VEC=None, x_at=0, N_IN=0, LOOK: tl.constexpr = False,
-                LOOK_LATE: tl.constexpr = False, AHEAD: tl.constexpr = False):
+                LOOK_LATE: tl.constexpr = False):
     """factor_rows' steps on registers, for rows fetched by held_fetch whose dependences are done:
     one round of loads (the entries held, the pivots, the other operand of every pair: entries of
     finished rows), the steps, one store; returns the held entries as they end ([R, W]) and x. ILU:
@@ -891,11 +891,7 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
     still hold the sentinel (the solve's x_j, VEC[x_at]) once more after the late operands are
     in, without waiting; else x as given. LOOK_LATE (with STAGED; t3's looks_late): while the late
     pivots are polled, every poll also reads the late operands again, unchecked (vec_await_looking),
-    so that their check after the pivots mostly passes without another round trip. AHEAD (with
-    STAGED; t3's reads_ahead): the late pivots and operands that the first read found unwritten
-    are read once more as soon as the first stage's are in, unchecked (vec_relook), the load in
-    flight while the first steps run: where the late row stored while that first read was out,
-    the second stage's check finds its values instead of starting a round trip."""
+    so that their check after the pivots mostly passes without another round trip."""
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
     cols = tl.arange(0, W)
@@ -934,9 +930,6 @@ def held_finish(at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR: 
             rp = tl.where(first, rp, 1.0)        # 0 · (the sentinel, a NaN) would be NaN
         if GRID:
             ext1 = tl.permute(ext1, (1, 2, 0))
-        if AHEAD:                      # after the selects above, so that the first steps never wait for it
-            piv = vec_relook(piv, VAL, aux, pm, 0, SENT)
-            ext = vec_relook(ext, VAL, other, om, 0, SENT)
         w = held_steps(w, ext1, rp, pm & first, loc, mine, 0,
                        tl.max(tl.where(busy, tl.minimum(late, looped), 0), 0), FACTOR, W, S, C, True, APART)
         if LOOK_LATE:                  # the late operands, as they stand after the first stage

@@ -911,8 +911,9 @@ def relooks(run, W, dtype) -> bool:
     1.276–1.318, 27-point IC(0) 1.969 against 1.877–1.879: no gain anywhere, so no unstaged
     relook. Per-block stamps (figures/data/clk_probe_relook_*) put the 3D rows' x_j in memory
     1.4 µs before the row's store anyway, the hop of the factor's own operands being what sets
-    their rate. The runner's own `relook`, where set, decides instead (dev/sparse_fusion/ab_options.py
-    sets it)."""
+    their rate. Again after LATE_LOOKS and FETCH_SHORT (H100, 2026-12-05,
+    figures/data/relook_ab_h100_*): 27-point ILU(0) 1.491 ms against 1.518 without. The runner's
+    own `relook`, where set, decides instead (dev/sparse_fusion/ab_options.py sets it)."""
     rule = run.fused > 0 and run.tables.factor == rows.ILU and dtype == torch.float64
     return stages_steps(run, W) and (rule if run.relook is None else bool(run.relook))
 
@@ -932,7 +933,13 @@ that A/B, LATE_SETS (a row's second stage holding its late steps alone, 3 of a 2
 instead of 5, run at once; sparse_rows.late_sets, held_steps' ATONCE), lost alone and beside it:
 ILU(0) float64 2.011 ms alone, 1.872 with LATE_LOOKS; IC(0) 1.706 alone (of 1.784), 1.503 with
 it (of 1.476); float32 ILU(0) 1.519 and 1.427; power-law IC(0) 0.624 and 0.614. It was removed
-on 2026-12-05 (its code: commit 1b428bf)."""
+on 2026-12-05 (its code: commit 1b428bf). LATE_AHEAD, tried the same day, read the late pivots and
+operands once more as soon as the first stage's were in (held_finish's AHEAD, the load beside the
+first steps), since stamps put 67 % of the 27-point ILU(0)'s rows past their latest factor
+predecessor's store before their first stage's operands were in (figures/data/hop_split_*). At
+the register caps it spilled (ILU(0) 40 bytes of stack, IC(0) 48) and lost in float64 on an H100
+(ILU(0) 1.460 → 1.511 ms, figures/data/ahead_ab_h100_*); float32 ILU(0) 1.241 → 1.212 and 1.247 →
+1.242, IC(0) 0.958 → 0.949 (ahead_f32_ab*): not kept (its code: commit 77af6d1)."""
 
 
 FETCH_SHORT = True
@@ -967,26 +974,6 @@ def looks_late(run, W) -> bool:
     where set (dev/sparse_fusion/ab_options.py sets it), else LATE_LOOKS."""
     own = run.late_look
     return stages_steps(run, W) and (LATE_LOOKS if own is None else bool(own))
-
-
-LATE_AHEAD = False
-"""Whether staged held rows read their late pivots and operands again as soon as their first
-stage's are in (reads_ahead; held_finish's AHEAD), the load in flight while the first steps run.
-Per-block stamps of the 27-point ILU(0) on an H100 (2026-12-05, FETCH_SHORT and LATE_LOOKS on,
-figures/data/stamps_h100_2026-12-05_28e4af2.*, split by figures/data/hop_split_h100_2026-12-05.json)
-put 67 % of its rows' first-stage operands in only after their latest factor predecessor had
-stored; those rows took 3.1 µs at the median from that store to their late operands, of which
-2.1 µs after their first stage's (a row whose predecessors were done 3 µs before took 1.5): the
-first read of the late operands had left before that store, so after the first steps the second
-stage started a round trip of its own. Rows with their first stage in 1 µs or more before that
-store took 1.15 µs. Off until an A/B on a GPU decides it (dev/sparse_fusion/gpu_next.sh ahead)."""
-
-
-def reads_ahead(run, W) -> bool:
-    """_syncfree's AHEAD for a staged held row (stages_steps): the runner's own `late_ahead` where
-    set (dev/sparse_fusion/ab_options.py sets it), else LATE_AHEAD."""
-    own = run.late_ahead
-    return stages_steps(run, W) and (LATE_AHEAD if own is None else bool(own))
 
 
 def held_grid(tables, W) -> bool:
@@ -1073,7 +1060,6 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
                  STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
-                 AHEAD=reads_ahead(run, W),
                  ONE_ROW=short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel(), **tables,
                  num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
@@ -1625,7 +1611,6 @@ class Prepared:
     launches = None     # the dataflow call's launches, kept by its first call where binds (_dataflow_launches)
     late_look = None    # a staged factor row's late operands read at its pivots' polls: None, LATE_LOOKS's rule
     relook = None       # a staged row's missing x_j read again after its late operands: None, relooks' rule
-    late_ahead = None   # a staged row's late operands read again once its first stage's are in: None, LATE_AHEAD
 
     def __call__(self, vector):
         if self.data or self.lean:

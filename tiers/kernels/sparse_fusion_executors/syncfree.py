@@ -16,7 +16,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
               APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              U0=None, HOLD_ALL=None, ONE_ROW: tl.constexpr = False, AHEAD: tl.constexpr = False):
+              U0=None, HOLD_ALL=None, ONE_ROW: tl.constexpr = False):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -35,11 +35,10 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     as what they read is there, and waits for the rest after them (held_finish). RELOOK (STAGED and
     FUSED; relooks): the x_j a held row's solve still misses are read again once its late operands
     are in, the load in flight beside its last steps. LOOK_LATE (STAGED; looks_late): the late
-    operands are read again at every poll of the late pivots (held_finish). AHEAD (STAGED;
-    reads_ahead): the late operands are read again once the first stage's are in (held_finish).
-    Fewer rounds of dependent loads before a held row's operands (t3's fetches_short): ONE_ROW
-    (every block one row) reads block t's row from BLK_ITER[t] without BLK_PTR; HOLD_ALL (HOLD_LEN
-    over every row) and U0 (each factor step's first pair) go to held_fetch."""
+    operands are read again at every poll of the late pivots (held_finish). Fewer rounds of
+    dependent loads before a held row's operands (t3's fetches_short): ONE_ROW (every block one
+    row) reads block t's row from BLK_ITER[t] without BLK_PTR; HOLD_ALL (HOLD_LEN over every row)
+    and U0 (each factor step's first pair) go to held_fetch."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -105,8 +104,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
                 else:
                     x_j = tl.load(VEC + x_at, mask=x_at >= 0, other=0.0, cache_modifier=".cg")
             w, x_j = held_finish(w_at, inrow, steps, sm, loc, aux, mine, other, row0, VAL, FACTOR, W, S, C, OWN,
-                                 DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK, LOOK_LATE,
-                                 AHEAD)
+                                 DATA, SENT, NAP, APART, late, STAGED, x_j, VEC, x_at, N_IN, RELOOK, LOOK_LATE)
             if FUSED:
                 rd = held_divisor(w, d_loc, FACTOR, W)
                 if DATA:
