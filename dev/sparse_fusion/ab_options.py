@@ -14,15 +14,16 @@ both pairs in place of its defaults, spmv_share), or `sums:N`, which blocks take
 every poll (_dataflow's SUMS in place of sums_each_poll's; set before the first call). An empty
 variant is the package's defaults. Every runner of a case shares the case's schedule; the checks
 and rotated rounds are ab_commit.py's (check_and_time). Writes OUT.json (one row per case, with
-each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs
-resident per SM, slot stride, pair stride, SpMV share, late_look, relook, whether the plan stages the
-held rows' steps and whether it fetches them short) and prints each row. `late_look:1` /
+each runner's R, programs per SM, pipeline, claim, fuse_rows, lean, direct, programs resident
+per SM, slot stride, pair stride, SpMV share, late_look, relook, whether the plan stages the held
+rows' steps and whether it fetches them short) and prints each row. `late_look:1` /
 `late_look:0`: a staged factor row reads its late operands at its pivots' polls, or not,
 whatever LATE_LOOKS says (t3's looks_late). `relook:1` / `relook:0`: a staged row reads its
-missing x_j again after its late operands, or not, whatever relooks' rule says. `short_fetch:1` / `short_fetch:0` prepares with FETCH_SHORT on / off whatever the
-package's default (held rows' tables read in fewer rounds, t3's fetches_short; patched around
-prepare). (`late_sets:N` ran LATE_SETS, removed after its A/B of 2026-12-05,
-figures/data/ab_late_sets_*.)
+missing x_j again after its late operands, or not, whatever relooks' rule says. `short_fetch:1` /
+`short_fetch:0` prepares with FETCH_SHORT on / off whatever the package's default (held rows'
+tables read in fewer rounds, t3's fetches_short; patched around prepare). (`late_sets:N` ran
+LATE_SETS, removed after its A/B of 2026-12-05, figures/data/ab_late_sets_*; `late_ahead:N`,
+LATE_AHEAD, removed after its A/B the same day, figures/data/ahead_*.)
 
     python dev/sparse_fusion/ab_options.py OUT.json poisson3d27:64:sptrsv_spmv:sparse_fusion,... \\
         "rule=;off=early:0;p6=programs_per_sm:6"

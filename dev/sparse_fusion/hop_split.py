@@ -38,20 +38,12 @@ def split(key, T):
     sched = fs.inspect(pair, *mats, kind=kind)
     run = sf.prepare(pair, *mats, like=torch.rand(A.shape[0], dtype=torch.float64), schedule=sched,
                      executor="dataflow")
-    blocks, sdev = run.plan[0], run.plan[1]
+    blocks = run.plan[0]
     assert T.shape[0] == blocks, f"{key}: {T.shape[0]} stamped blocks, the plan has {blocks}"
-    blk_ptr, blk_iter, fuse = (sdev[k].cpu().numpy().astype(np.int64) for k in ("blk_ptr", "blk_iter", "fuse"))
-    dag, _ = sf._joint(sched, mats)
-    n, n1 = dag.n, dag.n1
-    blk_of = np.full(n, -1, np.int64)
-    blk_of[blk_iter] = np.repeat(np.arange(blocks), np.diff(blk_ptr))
-    if fuse.size == n:
-        f = np.flatnonzero(fuse >= 0)
-        blk_of[fuse[f]] = blk_of[f]
-    u, w = (x.astype(np.int64) for x in dag.sources())
-    bu, bw = blk_of[u], blk_of[w]
-    keep = (bu >= 0) & (bw >= 0) & (bu != bw) & (u < n1) & (w < n1)       # factor row after factor row
-    f_done, _ = st.latest_producers(blocks, bw[keep], bu[keep], T[bu[keep], 4])
+    n1, _, u, w, bu, bw = st.block_edges(run, sched, mats)
+    keep = (u < n1) & (w < n1)                      # a factor row's dependences on factor rows
+    bu, bw = bu[keep], bw[keep]
+    f_done, _ = st.latest_producers(blocks, bw, bu, T[bu, 4])
     h = f_done >= 0
     lead, hop, own = f_done[h] - T[h, 2], T[h, 3] - f_done[h], T[h, 3] - T[h, 2]
     res = {"rows_with_factor_pred": int(h.sum()), "lead_T2_before_pred_T4": st.pct(lead), "by_lead": []}

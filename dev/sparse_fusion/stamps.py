@@ -230,29 +230,31 @@ def hop_by_pollers(T, f_done, f_arg, sm_id):
     return out
 
 
-def analyze(run, sched, mats, clk, programs):
+def block_edges(run, sched, mats):
+    """(n1, level, u, w, bu, bw): the joint DAG's dependences u → w between two blocks of the run's
+    plan, bu and bw their blocks (a fused solve row in its factor row's block), n1 kernel 1's
+    rows, level the DAG's wavefront levels."""
     blocks, sdev = run.plan[0], run.plan[1]
-    blk_ptr = sdev["blk_ptr"].cpu().numpy().astype(np.int64)
-    blk_iter = sdev["blk_iter"].cpu().numpy().astype(np.int64)
-    fuse = sdev["fuse"].cpu().numpy().astype(np.int64)
+    blk_ptr, blk_iter, fuse = (sdev[k].cpu().numpy().astype(np.int64) for k in ("blk_ptr", "blk_iter", "fuse"))
+    dag, level = sf._joint(sched, mats)
+    blk_of = np.full(dag.n, -1, dtype=np.int64)
+    blk_of[blk_iter] = np.repeat(np.arange(blocks), np.diff(blk_ptr))
+    if fuse.size == dag.n:
+        f = np.flatnonzero(fuse >= 0)
+        blk_of[fuse[f]] = blk_of[f]
+    u, w = (x.astype(np.int64) for x in dag.sources())
+    bu, bw = blk_of[u], blk_of[w]
+    keep = (bu >= 0) & (bw >= 0) & (bu != bw)
+    return dag.n1, level, u[keep], w[keep], bu[keep], bw[keep]
+
+
+def analyze(run, sched, mats, clk, programs):
+    blocks = run.plan[0]
     T = clk.cpu().numpy().reshape(blocks, 8).astype(np.int64)
     sm_id = T[:, 6].copy()
     T = T[:, :6]
     T = T - T[:, 0].min()
-    dag, level = sf._joint(sched, mats)
-    n = dag.n
-    n1 = dag.n1
-    blk_of = np.full(n, -1, dtype=np.int64)
-    bb = np.repeat(np.arange(blocks), np.diff(blk_ptr))
-    blk_of[blk_iter] = bb
-    if fuse.size == n and (fuse >= 0).any():
-        f = np.nonzero(fuse >= 0)[0]
-        blk_of[fuse[f]] = blk_of[f]
-    u, w = dag.sources()
-    u = u.astype(np.int64); w = w.astype(np.int64)
-    bu, bw = blk_of[u], blk_of[w]
-    keep = (bu >= 0) & (bw >= 0) & (bu != bw)
-    u, bu, bw = u[keep], bu[keep], bw[keep]
+    n1, level, u, _, bu, bw = block_edges(run, sched, mats)
     done_u = np.where(u < n1, T[bu, 4], T[bu, 5])
     pred_done, argpred = latest_producers(blocks, bw, bu, done_u)
     has = argpred >= 0
