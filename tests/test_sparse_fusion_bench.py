@@ -324,11 +324,21 @@ def test_readme_tables_are_the_recorded_data():
     assert bench.markdown_table(rows, "float32", full=False) in readme
 
 
+def test_figure_title_dates_the_rows_drawn():
+    """A merged table's title gives the days its rows were measured, not its first run's date."""
+    header = {"environment": {"device": "G", "torch": "0", "triton": "0", "date": "2000-01-01"}}
+    day = lambda d: {"measured_utc": f"{d}T12:00:00+00:00"}
+    assert figures._title(header).endswith("· 2000-01-01")
+    assert figures._title(header, [day("2026-12-05"), day("2026-12-05")]).endswith("· 2026-12-05")
+    assert figures._title(header, [day("2026-12-05"), {}, day("2026-12-04")]).endswith("· 2026-12-04 to 2026-12-05")
+
+
 def test_speedup_figure_draws_the_recorded_numbers(tmp_path):
     rows, want = _synthetic_rows(np.random.default_rng(7))
     env = {"device": "Test GPU", "torch": "0", "triton": "0", "cuda": "", "date": "2000-01-01"}
     write_rows(rows, "sparse_fusion", env, tmp_path)
     fig = figures.sparse_fusion_speedup(tmp_path)
+    assert fig._suptitle.get_text().endswith("2000-01-01")          # no row says when: the file's date
     axes = [ax for ax in fig.axes if ax.patches]
     assert len(axes) == 2
     for ax, matrix in zip(axes, ("poisson2d", "powerlaw")):

@@ -21,9 +21,13 @@ STYLE = {  # provider: (label, color, marker)
 }
 
 
-def _title(header):
+def _title(header, rows=()):
+    """Device, versions and date of a recorded file; where its rows say when each was measured
+    (a merged table's rows come from several runs), the dates of the rows drawn instead."""
     env = header["environment"]
-    return f"{env['device']} · torch {env['torch']} · triton {env['triton']} · {env['date']}"
+    days = sorted({r["measured_utc"][:10] for r in rows if r.get("measured_utc")})
+    when = env["date"] if not days else days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    return f"{env['device']} · torch {env['torch']} · triton {env['triton']} · {when}"
 
 
 def attention_throughput(data_dir=None):
@@ -399,7 +403,7 @@ def sparse_fusion_speedup(data_dir=None):
         first = next(r for r in rows if r["matrix"] == matrix and r["ordering"] == ordering)
         ax.set_title(f"{matrix} ({ordering}), n={first['n']:,}, nnz={first['nnz']:,}", fontsize=8)
         ax.legend(fontsize=6)
-    fig.suptitle(f"Sparse fusion, {dtype} — " + _title(header), fontsize=9)
+    fig.suptitle(f"Sparse fusion, {dtype} — " + _title(header, [r for r in rows if r["dtype"] == dtype]), fontsize=9)
     fig.tight_layout()
     return fig
 
