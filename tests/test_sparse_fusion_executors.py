@@ -1951,12 +1951,13 @@ def test_late_look_rule_and_t0(name, pair, staged, across, monkeypatch):
 @pytest.mark.parametrize("name,pair", [(name, pair) for name, pair, _, _ in HELD_GRID_CASES]
                          + [("arrow", "spilu0_sptrsv"), ("arrow", "spic0_sptrsv")])
 def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
-    """fetches_short: with FETCH_SHORT, prepare gives the dataflow executor's held rows the tables
-    that take rounds off their fetch — each factor step's first pair (u0 = UPD_PTR[ENT_VAL[e]])
-    and HOLD_LEN over every row, 0 past the factor's — which the launch passes (U0, HOLD_ALL), and
-    it reads block t's row without BLK_PTR where every block is one row (ONE_ROW); the results
-    are t0's, grid or list (the arrow's rows). On by default; off, no such table is built."""
-    mats, ref, v, seen = _staged_case(name, pair, 4, "short_fetch", ("ONE_ROW", "U0", "HOLD_ALL"), monkeypatch)
+    """fetches_short: with FETCH_SHORT, prepare gives the dataflow executor's held rows the table
+    that takes rounds off their fetch — each factor step's first pair (u0 = UPD_PTR[ENT_VAL[e]]),
+    which the launch passes (U0) — and the kernel reads HOLD_LEN, which covers every row on the
+    device, 0 past the factor's (device_tables), beside KIND; it reads block t's row without
+    BLK_PTR where every block is one row (ONE_ROW); the results are t0's, grid or list (the
+    arrow's rows). On by default; off, no such table is built."""
+    mats, ref, v, seen = _staged_case(name, pair, 4, "short_fetch", ("ONE_ROW", "U0"), monkeypatch)
     s = fs.inspect(pair, *mats, kind="sparse_fusion")
     assert t3.FETCH_SHORT
     monkeypatch.setattr(t3, "FETCH_SHORT", False)
@@ -1974,12 +1975,11 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
         T, dev = run.tables, run.plan[1]
         ne = int(T.ent_ptr[T.n1])
         assert np.array_equal(dev["u0"].cpu().numpy()[:ne], np.asarray(T.upd_ptr)[T.ent_val[:ne]])
-        hold_all = dev["hold_all"].cpu().numpy()
+        hold_all = run.dev["hold_len"].cpu().numpy()
         assert len(hold_all) == len(T.ent_ptr) - 1 and np.array_equal(hold_all[:len(T.hold_len)], T.hold_len)
         assert not hold_all[len(T.hold_len):].any()
         one_row = run.block_rows == 1 and run.plan[0] == len(dev["blk_iter"])
-        assert seen and all(x["ONE_ROW"] == one_row and x["U0"] is not None and x["HOLD_ALL"] is not None
-                            for x in seen)
+        assert seen and all(x["ONE_ROW"] == one_row and x["U0"] is not None for x in seen)
 
 
 @pytest.mark.parametrize("name,pair,grid", [(name, pair, True) for name, pair, _, _ in HELD_GRID_CASES]

@@ -637,7 +637,7 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False, U0=None, HOLD_ALL=None, lanes=None):
+               APART: tl.constexpr = False, U0=None, lanes=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -663,18 +663,15 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
             entry (permuted to [R, W, S]).
 
     Each round of these loads waits for the one before (seven rounds from a block's ticket took
-    3.9 µs on the 27-point grid's critical path, stamped on an H200). Two tables take rounds off
-    (t3's fetches_short): HOLD_ALL, HOLD_LEN over every row, lets the row's span load for every
-    lane with a row (`lanes`, factor row or not) beside the read of its kind instead of after it;
-    U0 (each factor step's first pair, UPD_PTR[ENT_VAL[e]]) lets the pairs' positions load one
-    round after the steps' instead of two."""
-    idx = ok if HOLD_ALL is None else lanes
+    3.9 µs on the 27-point grid's critical path, stamped on an H200). With U0 (t3's
+    fetches_short: each factor step's first pair, UPD_PTR[ENT_VAL[e]]) the pairs' positions load
+    one round after the steps' instead of two, and the row's span loads for every lane with a
+    row (`lanes`, factor row or not; HOLD_LEN covers every row on the device, device_tables)
+    beside the read of its kind instead of after it."""
+    idx = ok if U0 is None else lanes
     start = tl.load(ENT_PTR + v, mask=idx, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=idx, other=0)
-    if HOLD_ALL is None:
-        span = tl.load(HOLD_LEN + v, mask=ok, other=0)
-    else:
-        span = tl.load(HOLD_ALL + v, mask=lanes, other=0)
+    span = tl.load(HOLD_LEN + v, mask=idx, other=0)
     hold = ok & ((span > 0) | (end == start))
     row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
     at = row0[:, None] + tl.arange(0, W)[None, :]
@@ -1417,10 +1414,18 @@ def to_device(arrays: dict, device) -> dict:
 
 
 def device_tables(problem, device) -> tuple:
-    """(host RowTables, their arrays on `device`), built once per pattern and device."""
+    """(host RowTables, their arrays on `device`), built once per pattern and device. On the
+    device hold_len covers every iteration, 0 past the factor rows, so that a kernel may read it
+    for a lane before knowing the lane's kind (held_fetch's `lanes`)."""
     tables = pattern_cached(problem, "row_tables", lambda: row_tables(problem.pair, *problem.matrices))
-    dev = pattern_cached(problem, ("row_tables", str(device)), lambda: to_device(
-        {**{k: getattr(tables, k) for k in RowTables.ARRAYS}, **_factor_index(tables)}, device))
+
+    def arrays():
+        out = {**{k: getattr(tables, k) for k in RowTables.ARRAYS}, **_factor_index(tables)}
+        every = np.zeros(max(len(tables.ent_ptr) - 1, len(tables.hold_len)), dtype=np.int32)
+        every[:len(tables.hold_len)] = tables.hold_len
+        out["hold_len"] = every
+        return to_device(out, device)
+    dev = pattern_cached(problem, ("row_tables", str(device)), arrays)
     return tables, dev
 
 

@@ -814,8 +814,9 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
     merged when fuse_rows, unless the tickets follow the schedule's own steps (ticket_blocks); and
     for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps); with
-    `short` (FETCH_SHORT) and held rows, the tables of fetches_short: `u0`, each factor step's
-    first pair, and `hold_all`, HOLD_LEN over every row.
+    `short` (FETCH_SHORT) and held rows, the table of fetches_short: `u0`, each factor step's
+    first pair (HOLD_LEN, which it also reads earlier, covers every row on the device anyway:
+    sparse_rows.device_tables).
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
@@ -842,8 +843,6 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     if short and W:
         ne = int(tables.ent_ptr[tables.n1])
         host["u0"] = np.asarray(tables.upd_ptr, dtype=np.int32)[tables.ent_val[:ne]] if ne else np.zeros(1, np.int32)
-        host["hold_all"] = np.zeros(len(tables.ent_ptr) - 1, dtype=np.int32)    # 0: not held
-        host["hold_all"][:len(tables.hold_len)] = tables.hold_len
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -964,8 +963,8 @@ spilled."""
 
 
 def fetches_short(run, W) -> bool:
-    """_syncfree's short fetch (ONE_ROW, HOLD_ALL, U0) for held rows on the dataflow executor,
-    where prepare built its tables (FETCH_SHORT)."""
+    """_syncfree's short fetch (ONE_ROW, U0) for held rows on the dataflow executor, where
+    prepare built its table (FETCH_SHORT)."""
     return bool(run.data and W and "u0" in run.plan[1])
 
 
@@ -1052,7 +1051,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                                                                           device=val.device)
     W, S, C = run.tables.held(run.block_rows)
     short = fetches_short(run, W)
-    tables = {"U0": sdev["u0"], "HOLD_ALL": sdev["hold_all"]} if short else {}
+    tables = {"U0": sdev["u0"]} if short else {}
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
