@@ -8,9 +8,12 @@
 # removed), short_fetch on an H100 (FETCH_SHORT on since), the factor pairs' cli rows of
 # poisson3d27 and powerlaw with FETCH_SHORT (on an H100, then on the H200 for the table), cli
 # poisson3d (every pair, t2 keeping its launches); on an H100 after 17:18, LATE_AHEAD's A/B (by
-# hand, ab_options late_ahead:1; removed since) and relook's (ILU(0) only). A warm machine
+# hand, ab_options late_ahead:1; removed since) and relook's (ILU(0) only); in the evening on an H100,
+# LATE_REACH's A/B (by hand, ab_commit.py against 6e76762; reverted), tests (with the code of 6e76762)
+# and the register caps' A/B (ab_commit.py with tars of other GRID_REGISTERS). A warm machine
 # answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
-# steps go in as few calls as fit in 600 s. A call that names nvidia-h200 may still get an H100.
+# steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
+# one call of 600 s brought nothing back when the machine stopped answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.

@@ -860,7 +860,10 @@ their steps (since every held row takes a grid, 2026-12-02, may_stage says which
 before the kept kernel are in the same files (try1–try3): the late stage dividing instead of
 taking reciprocals made the 27-point ILU(0) 3.17 against 3.23 ms in one process, and zeroing what
 the first stage does not await in a one-row block made float32 ILU(0) 2.83 ms against the kept
-kernel's 2.21 in a fresh process of each."""
+kernel's 2.21 in a fresh process of each. Waiting only in the steps that the late rows' results
+reach (on the 27-point grid 3 of the 13, not 5), with the steps no row runs skipped by a branch,
+lost on an H100 (2026-12-05, figures/data/late_reach_ab_h100_*: ILU(0) 1.454 → 1.714 ms, IC(0)
+1.332 → 2.156; docs/sparse_fusion_log.md) and was not kept."""
 STAGED_ILU_STEPS = 8
 """ILU(0) rows stage their steps only where the held rows have room for this many (may_stage)."""
 
@@ -1023,7 +1026,12 @@ measured again. Since every held row takes a grid (rows.GRID_WORK, 2026-12-02) t
 the 2D, 3D and power-law grids' kernels too, and the A/B that made them grids ran them capped
 (figures/data/ab_grid_b_*; the 3D ILU(0) kernel, compiled for sm_90 on the CPU: 91 registers at
 the cap, none spilled, where ptxas alone chose 72 and spilled 8 bytes); the caps themselves were
-not measured against ptxas' choice there."""
+not measured against ptxas' choice there. Measured again on an H100 (2026-12-05, A/B in one
+process, the caps three times against none and against ILU(0) 112 / IC(0) 80, 5 rotated rounds,
+figures/data/caps_ab_h100_*), ms: power-law ILU(0) 1.074–1.102 / 1.100 / 1.029, IC(0) 0.597–0.601
+/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay: ILU(0)'s 112 would need a
+cap by shape (the 27-point kernel spills there), and the power-law kernel holds 18 programs an SM
+at 112 or 128 alike, so its one-run gain is not occupancy."""
 
 
 def register_cap(tables, W, data) -> int:
