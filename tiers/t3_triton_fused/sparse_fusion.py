@@ -280,7 +280,10 @@ The flag executor takes it too since 2026-11-27; on the factor pairs (H100, floa
 figures/data/flag_nap_*) 150 ns against none, ILU(0) / IC(0), wavefront schedule: 27-point 5.48 /
 6.81 against 5.05 / 7.49 ms, 3D 1.69 / 1.61 against 1.67 / 1.75, 2D 5.87 / 7.02 against 5.80 /
 7.17; sparse-fusion schedule: 27-point 5.43 / 7.44 against 5.46 / 7.54, 3D 1.61 / 1.75 against
-1.60 / 1.75, 2D 5.92 / 7.58 against 5.83 / 7.21. No setting wins; none is kept."""
+1.60 / 1.75, 2D 5.92 / 7.58 against 5.83 / 7.21. No setting wins; none is kept. On the dataflow
+executor's factor kernel of 2026-12-05 (H100, A/B in one process, figures/data/nap_ab_h100_*), ms,
+none / 100 / 400 ns: 27-point ILU(0) 1.462 / 1.486 / 1.556, IC(0) 1.341 / 1.363 / 1.421, power-law
+ILU(0) 1.072 / 1.079 / 1.097."""
 CHAIN_STEPS = {"chains": 16, "segments": 16}   # links per chain block (piece) at most (module docstring)
 SEG_MAX = 128            # segments: links per piece at most (the lanes of one program)
 WIDE_LEVELS = 2048       # dataflow: iterations per joint-DAG level from which blocks hold 8 (dataflow_shape)
@@ -1029,16 +1032,32 @@ the cap, none spilled, where ptxas alone chose 72 and spilled 8 bytes); the caps
 not measured against ptxas' choice there. Measured again on an H100 (2026-12-05, A/B in one
 process, the caps three times against none and against ILU(0) 112 / IC(0) 80, 5 rotated rounds,
 figures/data/caps_ab_h100_*), ms: power-law ILU(0) 1.074–1.102 / 1.100 / 1.029, IC(0) 0.597–0.601
-/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay: ILU(0)'s 112 would need a
-cap by shape (the 27-point kernel spills there), and the power-law kernel holds 18 programs an SM
-at 112 or 128 alike, so its one-run gain is not occupancy."""
+/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay for the staged rows: ILU(0)'s
+112 needs a cap by shape (the 27-point kernel spills there), and the power-law kernel holds 18 programs an SM
+at 112 or 128 alike, so its gain is not occupancy; measured once more, it held, and ILU(0) rows
+that do not stage their steps take 112 since (UNSTAGED_ILU_REGISTERS)."""
+
+
+UNSTAGED_ILU_REGISTERS = 112
+"""register_cap of an ILU(0) kernel whose held rows do not stage their steps (may_stage: the
+power-law graph's, the 2D and 3D grids'): one copy of the unrolled steps, not a stage's two, fits
+in 112 registers without spilling (compiled for sm_90 on the CPU: the power-law kernel 108 at this
+cap, 110 at 128; the 3D grid's 91 at either), while the staged 27-point kernel spills at 112 (24
+bytes) and keeps GRID_REGISTERS' 128. Measured on an H100 (2026-12-05, A/B in one process, 5
+rotated rounds, every output checked first), the power-law ILU(0), ms, 112 against 128:
+float64 1.029 against 1.074–1.102 (three copies, figures/data/caps_ab_h100_*), then 0.986 / 0.999
+against 1.079 (caps2_ab_h100_*); float32 0.891 / 0.839 against 0.917. The kernel holds 18 programs
+an SM at either cap, so what it gains is not occupancy."""
 
 
 def register_cap(tables, W, data) -> int:
     """GRID_REGISTERS' cap for a factor pair run by the dataflow executor (`data`, _syncfree's DATA)
-    whose held rows (W > 0) take their pairs as a grid; else 0, ptxas' own choice."""
+    whose held rows (W > 0) take their pairs as a grid, UNSTAGED_ILU_REGISTERS for ILU(0) rows that
+    may not stage their steps; else 0, ptxas' own choice."""
     if not data or not held_grid(tables, W):
         return 0
+    if tables.factor == rows.ILU and not may_stage(tables, W):
+        return UNSTAGED_ILU_REGISTERS
     return GRID_REGISTERS.get(tables.factor, 0)
 
 
