@@ -13,7 +13,8 @@
 # and the register caps' A/B (ab_commit.py with tars of other GRID_REGISTERS). A warm machine
 # answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
-# one call of 600 s brought nothing back when the machine stopped answering). A call that names nvidia-h200 may still get an H100.
+# one call of 600 s brought nothing back when the machine stopped answering). A call that names
+# nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.

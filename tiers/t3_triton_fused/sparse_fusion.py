@@ -1032,18 +1032,18 @@ the cap, none spilled, where ptxas alone chose 72 and spilled 8 bytes); the caps
 not measured against ptxas' choice there. Measured again on an H100 (2026-12-05, A/B in one
 process, the caps three times against none and against ILU(0) 112 / IC(0) 80, 5 rotated rounds,
 figures/data/caps_ab_h100_*), ms: power-law ILU(0) 1.074–1.102 / 1.100 / 1.029, IC(0) 0.597–0.601
-/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay for the staged rows: ILU(0)'s
-112 needs a cap by shape (the 27-point kernel spills there), and the power-law kernel holds 18 programs an SM
-at 112 or 128 alike, so its gain is not occupancy; measured once more, it held, and ILU(0) rows
-that do not stage their steps take 112 since (UNSTAGED_ILU_REGISTERS)."""
+/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay for the staged rows:
+ILU(0)'s 112 needs a cap by shape (the 27-point kernel spills there), and the power-law kernel
+holds 18 programs an SM at 112 or 128 alike, so its gain is not occupancy; measured once more, it
+held, and ILU(0) rows that do not stage their steps take 112 since (UNSTAGED_ILU_REGISTERS)."""
 
 
 UNSTAGED_ILU_REGISTERS = 112
 """register_cap of an ILU(0) kernel whose held rows do not stage their steps (may_stage: the
-power-law graph's, the 2D and 3D grids'): one copy of the unrolled steps, not a stage's two, fits
-in 112 registers without spilling (compiled for sm_90 on the CPU: the power-law kernel 108 at this
-cap, 110 at 128; the 3D grid's 91 at either), while the staged 27-point kernel spills at 112 (24
-bytes) and keeps GRID_REGISTERS' 128. Measured on an H100 (2026-12-05, A/B in one process, 5
+power-law graph's; the 2D and 3D grids' where they run the values as flags, not the lean rows):
+one copy of the unrolled steps, not a stage's two, fits in 112 registers without spilling
+(compiled for sm_90 on the CPU: the power-law kernel 108 at this cap, 110 at 128; the 3D grid's 91
+at 128), while the staged 27-point kernel spills at 112 (24 bytes) and keeps GRID_REGISTERS' 128. Measured on an H100 (2026-12-05, A/B in one process, 5
 rotated rounds, every output checked first), the power-law ILU(0), ms, 112 against 128:
 float64 1.029 against 1.074–1.102 (three copies, figures/data/caps_ab_h100_*), then 0.986 / 0.999
 against 1.079 (caps2_ab_h100_*); float32 0.891 / 0.839 against 0.917. The kernel holds 18 programs
