@@ -1975,9 +1975,9 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
         T, dev = run.tables, run.plan[1]
         ne = int(T.ent_ptr[T.n1])
         assert np.array_equal(dev["u0"].cpu().numpy()[:ne], np.asarray(T.upd_ptr)[T.ent_val[:ne]])
-        hold_all = run.dev["hold_len"].cpu().numpy()
-        assert len(hold_all) == len(T.ent_ptr) - 1 and np.array_equal(hold_all[:len(T.hold_len)], T.hold_len)
-        assert not hold_all[len(T.hold_len):].any()
+        hold = run.dev["hold_len"].cpu().numpy()
+        assert len(hold) == len(T.ent_ptr) - 1 and np.array_equal(hold[:len(T.hold_len)], T.hold_len)
+        assert not hold[len(T.hold_len):].any()
         one_row = run.block_rows == 1 and run.plan[0] == len(dev["blk_iter"])
         assert seen and all(x["ONE_ROW"] == one_row and x["U0"] is not None for x in seen)
 
@@ -1987,9 +1987,9 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
 def test_register_cap_rule(name, pair, grid):
     """The dataflow executor caps its factor kernel's registers (register_cap) where held rows take
     their pairs as a grid — every matrix but the smallest shapes (GRID_WORK) — at GRID_REGISTERS of
-    the factor, ILU(0) rows that may not stage their steps at UNSTAGED_ILU_REGISTERS, and not where
-    they take a list (an arrow's rows: one step of one pair); the flag executor never. The
-    interpreter gets no cap (it compiles nothing)."""
+    the factor and of whether the rows may stage their steps (ILU(0)'s differ), and not where they
+    take a list (an arrow's rows: one step of one pair); the flag executor never. The interpreter
+    gets no cap (it compiles nothing)."""
     A = _arrow_first(40) if name == "arrow" else matrix(name, 36 if name == "poisson2d" else 64, 2)
     mats = operands(pair, A)
     v = _vector(np.random.default_rng(_seed("cap", name, pair)).standard_normal(mats[0].shape[0]), "float64")
@@ -1997,9 +1997,9 @@ def test_register_cap_rule(name, pair, grid):
         run = t3.prepare(pair, *mats, like=v, executor=executor, lean=False)
         W = run.tables.held(run.block_rows)[0]
         assert rows.grid_layout(run.tables.held(run.block_rows)) == grid and W > 0
-        unstaged = run.tables.factor == rows.ILU and not t3.may_stage(run.tables, W)
-        want = t3.UNSTAGED_ILU_REGISTERS if unstaged else t3.GRID_REGISTERS[run.tables.factor]
-        want = want if grid and executor == "dataflow" else 0
+        staged = t3.may_stage(run.tables, W)
+        want = t3.GRID_REGISTERS[run.tables.factor, staged] if grid and executor == "dataflow" else 0
+        unstaged = run.tables.factor == rows.ILU and not staged
         assert unstaged == (pair == "spilu0_sptrsv" and name != "poisson3d_27"), (name, pair)
         assert t3.register_cap(run.tables, W, run.data) == want, executor
         assert t3._cap(run.tables, W, run.data) == ({} if interpreting() or not want else {"maxnreg": want})

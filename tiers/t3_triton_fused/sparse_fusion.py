@@ -1000,9 +1000,10 @@ def held_in_one_pass(tables, W) -> bool:
     return bool(W) and tables.factor == rows.IC and tables.steps_apart
 
 
-GRID_REGISTERS = {rows.ILU: 128, rows.IC: 96}
-"""Registers a thread of the dataflow executor's factor kernel may hold (ptxas' maxnreg, by factor)
-where held rows take their pairs as a grid (register_cap: the 27-point grid's). There one program
+GRID_REGISTERS = {(rows.ILU, True): 128, (rows.ILU, False): 112, (rows.IC, True): 96, (rows.IC, False): 96}
+"""Registers a thread of the dataflow executor's factor kernel may hold (ptxas' maxnreg, by factor
+and whether its held rows may stage their steps, may_stage) where held rows take their pairs as a
+grid (register_cap; the staged caps are the 27-point grid's). There one program
 runs each one-row block, and on the wide middle levels the SM's slots bound the rate: a block
 holds its slot about 12 µs (its tables' six dependent loads 4 µs, the awaits and steps 7, the
 fused solve 1) while a level takes 8 µs (1 000 rows a level, 1 584 slots at 145 registers: 12
@@ -1029,36 +1030,28 @@ measured again. Since every held row takes a grid (rows.GRID_WORK, 2026-12-02) t
 the 2D, 3D and power-law grids' kernels too, and the A/B that made them grids ran them capped
 (figures/data/ab_grid_b_*; the 3D ILU(0) kernel, compiled for sm_90 on the CPU: 91 registers at
 the cap, none spilled, where ptxas alone chose 72 and spilled 8 bytes); the caps themselves were
-not measured against ptxas' choice there. Measured again on an H100 (2026-12-05, A/B in one
-process, the caps three times against none and against ILU(0) 112 / IC(0) 80, 5 rotated rounds,
-figures/data/caps_ab_h100_*), ms: power-law ILU(0) 1.074–1.102 / 1.100 / 1.029, IC(0) 0.597–0.601
-/ 0.640 / 0.630, 27-point IC(0) 1.389–1.398 / 1.370 / 1.534. They stay for the staged rows:
-ILU(0)'s 112 needs a cap by shape (the 27-point kernel spills there), and the power-law kernel
-holds 18 programs an SM at 112 or 128 alike, so its gain is not occupancy; measured once more, it
-held, and ILU(0) rows that do not stage their steps take 112 since (UNSTAGED_ILU_REGISTERS)."""
+not measured against ptxas' choice there.
 
-
-UNSTAGED_ILU_REGISTERS = 112
-"""register_cap of an ILU(0) kernel whose held rows do not stage their steps (may_stage: the
-power-law graph's; the 2D and 3D grids' where they run the values as flags, not the lean rows):
-one copy of the unrolled steps, not a stage's two, fits in 112 registers without spilling
-(compiled for sm_90 on the CPU: the power-law kernel 108 at this cap, 110 at 128; the 3D grid's 91
-at 128), while the staged 27-point kernel spills at 112 (24 bytes) and keeps GRID_REGISTERS' 128. Measured on an H100 (2026-12-05, A/B in one process, 5
-rotated rounds, every output checked first), the power-law ILU(0), ms, 112 against 128:
-float64 1.029 against 1.074–1.102 (three copies, figures/data/caps_ab_h100_*), then 0.986 / 0.999
-against 1.079 (caps2_ab_h100_*); float32 0.891 / 0.839 against 0.917. The kernel holds 18 programs
-an SM at either cap, so what it gains is not occupancy."""
+Measured again on an H100 (2026-12-05, A/B in one process, 5 rotated rounds, every output checked
+first, figures/data/caps_ab_h100_*), the caps three times against none and against ILU(0) 112 /
+IC(0) 80, ms: power-law ILU(0) 1.074–1.102 / 1.100 / 1.029, IC(0) 0.597–0.601 / 0.640 / 0.630,
+27-point IC(0) 1.389–1.398 / 1.370 / 1.534; the power-law ILU(0) at 112 against 128 once more
+(caps2_ab_h100_*): float64 0.986 / 0.999 against 1.079, float32 0.891 / 0.839 against 0.917. So
+the cap is keyed by whether the held rows may stage their steps (may_stage) too: an ILU(0) kernel
+that does not (the power-law graph's; the 2D and 3D grids' where they run the values as flags, not
+the lean rows) holds one copy of the unrolled steps, not a stage's two, and fits in 112 registers
+without spilling (compiled for sm_90 on the CPU: the power-law kernel 108 at 112, 110 at 128; the
+3D grid's 91 at 128), while the staged 27-point kernel spills at 112 (24 bytes) and keeps 128. The
+power-law kernel holds 18 programs an SM at either cap, so what it gains there is not occupancy."""
 
 
 def register_cap(tables, W, data) -> int:
     """GRID_REGISTERS' cap for a factor pair run by the dataflow executor (`data`, _syncfree's DATA)
-    whose held rows (W > 0) take their pairs as a grid, UNSTAGED_ILU_REGISTERS for ILU(0) rows that
-    may not stage their steps; else 0, ptxas' own choice."""
+    whose held rows (W > 0) take their pairs as a grid, by factor and may_stage; else 0, ptxas'
+    own choice."""
     if not data or not held_grid(tables, W):
         return 0
-    if tables.factor == rows.ILU and not may_stage(tables, W):
-        return UNSTAGED_ILU_REGISTERS
-    return GRID_REGISTERS.get(tables.factor, 0)
+    return GRID_REGISTERS.get((tables.factor, may_stage(tables, W)), 0)
 
 
 def _run_syncfree(run, val, vec, own=None):
