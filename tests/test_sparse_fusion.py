@@ -55,6 +55,40 @@ def operands(pair, A):
     return {"sptrsv_spmv": (L, A), "spmv_sptrsv": (A, L), "sptrsv_sptrsv": (L, U)}.get(pair, (A,))
 
 
+def unsymmetric(n, seed):
+    """A random pattern unsymmetric in its entries and values, with up to two dense rows or
+    columns, and a diagonal of either sign larger than its row's and its column's other entries
+    together: strictly diagonally dominant by rows, an H-matrix, so ILU(0) exists
+    (Meijerink–van der Vorst; Manteuffel) although some pivots are negative."""
+    rng = np.random.default_rng(seed)
+    M = sp.random(n, n, density=rng.uniform(0.02, 0.3), random_state=seed, format="lil")
+    for h in rng.integers(0, n, rng.integers(0, 3)):
+        if rng.random() < 0.5:
+            M[int(h), :] = 1.0
+        else:
+            M[:, int(h)] = 1.0
+    M = sp.csr_matrix(M)
+    M.setdiag(0.0)
+    M.eliminate_zeros()
+    M.data = rng.uniform(0.1, 1.0, M.nnz) * rng.choice([-1.0, 1.0], M.nnz)
+    big = np.maximum(abs(M).sum(1).A1, abs(M).sum(0).A1) + rng.uniform(0.5, 2.0, n)
+    return sm._finish(M + sp.diags(big * rng.choice([-1.0, 1.0], n, p=[0.3, 0.7])))
+
+
+def unsymmetric_operands(pair, n, seed):
+    """The pair's matrices from unsymmetric patterns that share nothing: L = tril(B) beside A, and
+    U = triu(B) beside L = tril(A), for independent B; ILU(0) on an unsymmetric A; IC(0) on an SPD
+    A whose strictly upper triangle holds other entries, which IC(0) must never read."""
+    A, B = unsymmetric(n, seed), unsymmetric(n, seed + 1)
+    if pair == "spic0_sptrsv":
+        T = sm.tril_csr(A, -1)
+        S = T + T.T
+        S = S + sp.diags(abs(S).sum(1).A1 + np.random.default_rng(seed).uniform(0.5, 2.0, n))
+        return (sm._finish(sp.tril(S) + sp.triu(B, 1)),)
+    return {"sptrsv_spmv": (sm.tril_csr(B), A), "spmv_sptrsv": (A, sm.tril_csr(B)),
+            "sptrsv_sptrsv": (sm.tril_csr(A), sm.triu_csr(B)), "spilu0_sptrsv": (A,)}[pair]
+
+
 def _as_tier(b, tier, dtype):
     if tier == "t0_numpy":
         return b.astype(dtype)
@@ -511,6 +545,22 @@ def test_t0_matches_scipy(gen, size, seed, pair):
             assert_close(o, r, "float64", pair)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 90), seed=st.integers(0, 10_000), pair=st.sampled_from(PAIRS))
+def test_t0_matches_scipy_on_unsymmetric_patterns(n, seed, pair):
+    """The generators are all symmetric; ILU(0) is for matrices that are not, and a pair's two
+    matrices need not share a pattern (unsymmetric_operands)."""
+    mats = unsymmetric_operands(pair, n, seed)
+    b = np.random.default_rng(seed).standard_normal(n)
+    out = t0[pair](*mats, b)
+    ref = scipy_reference(pair, mats, b)
+    if ref is None:
+        check_factor(pair, mats[0], out[0], out[1], b)
+    else:
+        for o, r in zip(out, ref):
+            assert_close(o, r, "float64", pair)
+
+
 @pytest.mark.parametrize("pair", PAIRS)
 @pytest.mark.parametrize("gen", GENERATORS)
 def test_t0_every_schedule_gives_the_sequential_numbers(gen, pair):
@@ -726,6 +776,22 @@ def test_t1_property(gen, size, seed, pair, kind, workers, dtype):
     s = None if kind is None else fs.inspect(pair, *mats, kind=kind, workers=workers)
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
     check_against_t0("t1_torch", pair, mats, b, dtype, s)
+
+
+# every schedule kind once per pair and tier, on one matrix each: a rotating pick keeps the
+# interpreted tiers' share small
+UNSYMMETRIC_CASES = [pytest.param(tier, pair, KINDS[(i + k) % len(KINDS)], n, id=f"{tier}-{pair}-{n}")
+                     for k, tier in enumerate(TIERS) if tier != "t0_numpy"
+                     for i, pair in enumerate(PAIRS) for n in (23, 70)]
+
+
+@pytest.mark.parametrize("tier,pair,kind,n", UNSYMMETRIC_CASES)
+def test_tier_matches_t0_on_unsymmetric_patterns(tier, pair, kind, n):
+    mats = unsymmetric_operands(pair, n, _seed("unsymmetric", pair, n))
+    rng = np.random.default_rng(_seed("unsymmetric", tier, pair, n))
+    s = None if kind is None else fs.inspect(pair, *mats, kind=kind, workers=3)
+    for dtype in DTYPES:
+        check_against_t0(tier, pair, mats, rng.standard_normal(n), dtype, s)
 
 
 def _degenerate(name):

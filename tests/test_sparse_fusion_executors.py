@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import DEVICE
 from tests.test_sparse_fusion import (_degenerate, _ic0_breaks_at_3, _ilu0_breaks_at_1, _randomised, factor_pattern,
-                                      matrix, operands, values_of)
+                                      matrix, operands, unsymmetric_operands, values_of)
 from tiers import fusion_schedules as fs
 from tiers import registry
 from tiers import sparse_dags as sd
@@ -116,6 +116,25 @@ def test_t3_executor_matches_t0(pair, kind, executor, tickets, dtype):
     run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=s, executor=executor, tickets=tickets)
     _check(run(_vector(b, dtype)), _reference(pair, mats, b, dtype, (pair, dtype)), pair, mats, dtype,
            f"t3 {executor}/{tickets} {pair} {kind}")
+
+
+UNSYMMETRIC_EXECUTOR_CASES = [pytest.param(pair, ex, fs.KINDS[(i + j) % len(fs.KINDS)], DTYPES[(i + j) % 2],
+                                           id=f"{pair}-{ex}")
+                              for i, pair in enumerate(PAIRS) for j, ex in enumerate(t3.executors_for(pair))]
+
+
+@pytest.mark.parametrize("pair,executor,kind,dtype", UNSYMMETRIC_EXECUTOR_CASES)
+def test_t3_executor_on_unsymmetric_patterns(pair, executor, kind, dtype):
+    """Every executor on a pair whose matrices share no pattern, or an unsymmetric ILU(0), with
+    dense rows or columns and negative pivots (tests/test_sparse_fusion.py's unsymmetric_operands):
+    the rules that pick a layout from the pattern (grids, held rows, stages) meet no grid here."""
+    n = 60
+    mats = unsymmetric_operands(pair, n, _seed("unsymmetric", pair))
+    b = np.random.default_rng(_seed("unsymmetric", pair, "b")).standard_normal(n)
+    s = fs.inspect(pair, *mats, kind=kind, workers=3)
+    run = t3.prepare(pair, *mats, like=_vector(b, dtype), schedule=s, executor=executor)
+    _check(run(_vector(b, dtype)), _reference(pair, mats, b, dtype, ("unsymmetric", pair, dtype)), pair, mats,
+           dtype, f"t3 {executor} {pair} {kind} unsymmetric")
 
 
 @pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains", "segments"])
