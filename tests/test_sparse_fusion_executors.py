@@ -1981,15 +1981,14 @@ def test_short_fetch_tables_and_t0(name, pair, monkeypatch):
     assert t3.FETCH_SHORT
     monkeypatch.setattr(t3, "FETCH_SHORT", False)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
-    W = run.tables.held(run.block_rows)[0]
-    assert not t3.fetches_short(run, W) and (run.lean or "u0" not in run.plan[1])
+    assert run.lean or not t3.fetches_short(run)
     monkeypatch.setattr(t3, "FETCH_SHORT", True)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow")
     W = run.tables.held(run.block_rows)[0]
     _check(run(v), ref, pair, mats, "float64", "dataflow, short fetch")
     if run.lean:                       # the lean rows' kernel: not this one
         return
-    assert t3.fetches_short(run, W) == bool(W)
+    assert t3.fetches_short(run) == bool(W)
     if W:
         T, dev = run.tables, run.plan[1]
         ne = int(T.ent_ptr[T.n1])

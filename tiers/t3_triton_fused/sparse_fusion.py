@@ -968,10 +968,10 @@ at the caps: 27-point ILU(0) 4 640 → 4 472 SASS instructions, IC(0) 5 504 → 
 spilled."""
 
 
-def fetches_short(run, W) -> bool:
+def fetches_short(run) -> bool:
     """_syncfree's short fetch (ONE_ROW, U0) for held rows on the dataflow executor, where
-    prepare built its table (FETCH_SHORT)."""
-    return bool(run.data and W and "u0" in run.plan[1])
+    prepare built its table (FETCH_SHORT; _syncfree_plan builds it only for those)."""
+    return "u0" in run.plan[1]
 
 
 def looks_late(run, W) -> bool:
@@ -1070,7 +1070,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
     sync = _fresh_ticket(val.device, run.claim) if data else torch.zeros(1 + blocks, dtype=torch.int32,
                                                                           device=val.device)
     W, S, C = run.tables.held(run.block_rows)
-    short = fetches_short(run, W)
+    short = fetches_short(run)
     tables = {"U0": sdev["u0"]} if short else {}
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
