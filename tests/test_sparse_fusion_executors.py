@@ -2792,13 +2792,21 @@ def test_lean_rows_premise():
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.sampled_from(["poisson2d", "poisson3d"]), size=st.integers(1, 150), seed=st.integers(0, 1000),
        pair=st.sampled_from(sd.FACTOR_PAIRS), kind=st.sampled_from(fs.KINDS), R=st.sampled_from([1, 2, 4, 8]),
-       fuse=st.booleans(), dtype=st.sampled_from(DTYPES), pair_bytes=st.sampled_from([None, 8, 16, 64]))
-def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_bytes):
+       fuse=st.booleans(), dtype=st.sampled_from(DTYPES), pair_bytes=st.sampled_from([None, 8, 16, 64]),
+       unsym=st.booleans())
+def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_bytes, unsym):
     """The lean rows give t0's factor and solve on the 5- and 7-point grids (random values on their
     patterns) under every schedule, with the rows the schedule fuses run in one lane or every row
     apart — a factor row apart waits for its pivots only, since a wavefront schedule puts x_k after
-    it — and with the pairs side by side or padded apart (lean_defaults' rule or another)."""
-    mats = operands(pair, matrix(gen, size, seed))
+    it — and with the pairs side by side or padded apart (lean_defaults' rule or another). `unsym`:
+    about a third of the off-diagonal entries dropped, each on its own, so that (i, k) is often
+    stored without (k, i): the updates still land on diagonals only, where there are any."""
+    A = matrix(gen, size, seed)
+    if unsym:
+        C = A.tocoo()
+        keep = (C.row == C.col) | (np.random.default_rng(seed).random(C.nnz) < 0.65)
+        A = sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
+    mats = operands(pair, A)
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype))
     v = _vector(b, dtype)
