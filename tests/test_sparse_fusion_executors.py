@@ -1933,6 +1933,27 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+def test_held_grid_rows_on_an_unsymmetric_27_point_pattern(pair, dtype):
+    """The 27-point grid with about a third of its off-diagonal entries dropped one by one, so
+    that (i, k) is often stored without (k, i): the held rows still take their pairs as a grid,
+    staged, with the short fetch (held_grid, stages_steps, fetches_short), and give t0's results."""
+    A = matrix("poisson3d_27", 27, 5)
+    C = A.tocoo()
+    keep = (C.row == C.col) | (np.random.default_rng(_seed("unsym27")).random(C.nnz) < 0.65)
+    A = sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
+    mats = operands(pair, A)
+    b = np.random.default_rng(_seed("unsym27", pair)).standard_normal(A.shape[0])
+    ref = _reference(pair, mats, b, dtype, ("unsym27", pair, dtype))
+    v = _vector(b, dtype)
+    for kind in ("sparse_fusion", "wavefront"):
+        run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind=kind), executor="dataflow")
+        W = run.tables.held(run.block_rows)[0]
+        assert t3.held_grid(run.tables, W) and t3.stages_steps(run, W) and t3.fetches_short(run)
+        _check(run(v), ref, pair, mats, dtype, f"held grid, unsymmetric 27-point, {kind}")
+
+
 def _staged_case(name, pair, seed, tag, keys, monkeypatch):
     """(operands, t0's results, the vector, the launches' meta-parameters `keys` as they come) of
     a held-grid case (HELD_GRID_CASES; "arrow": held rows that take a list) for the held rows'
