@@ -137,6 +137,21 @@ def test_t3_executor_on_unsymmetric_patterns(pair, executor, kind, dtype):
            dtype, f"t3 {executor} {pair} {kind} unsymmetric")
 
 
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("gen", tuple(sm.GENERATORS))
+def test_dataflow_on_rcm_orderings(gen, pair):
+    """The dataflow executor on every generator in reverse Cuthill–McKee order (sm.reorder): the
+    rules that read a layout from the pattern (lean rows, held grids, stages, flat records) meet
+    the grids renumbered."""
+    A, _ = sm.reorder(matrix(gen, {"poisson2d": 49, "poisson3d_27": 27}.get(gen, 64), 3), "rcm")
+    mats = operands(pair, A)
+    b = np.random.default_rng(_seed("rcm", gen, pair)).standard_normal(A.shape[0])
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow")
+    _check(run(v), _reference(pair, mats, b, "float64", ("rcm", gen, pair)), pair, mats, "float64",
+           f"dataflow {gen} rcm {pair}")
+
+
 @pytest.mark.parametrize("tier_executor", ["t2", "levels", "syncfree", "dataflow", "chains", "segments"])
 def test_hub_rows_longer_than_many_chunks(tier_executor):
     """A power-law graph's hub rows hold far more non-zeros than one CHUNK: their loops go round
