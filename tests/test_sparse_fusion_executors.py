@@ -55,17 +55,29 @@ def _vector(b, dtype):
 _REFERENCES: dict = {}
 
 
+def _inputs_digest(pair, mats, b, dtype) -> int:
+    parts = [pair.encode(), dtype.encode(), np.ascontiguousarray(b).tobytes()]
+    for M in mats:
+        C = sd.csr(M)
+        parts += [repr(C.shape).encode(), C.indptr.tobytes(), C.indices.tobytes(), C.data.tobytes()]
+    return zlib.crc32(b"|".join(parts))
+
+
 def _reference(pair, mats, b, dtype, key):
-    """t0 in float64 on the inputs rounded to dtype (what the tier sees), computed once per key."""
+    """t0 in float64 on the inputs rounded to dtype (what the tier sees), computed once per key.
+    A key met again with other inputs fails here, not as a wrong reference further on."""
+    digest = _inputs_digest(pair, mats, b, dtype)
     if key not in _REFERENCES:
         rounded = []
         for M in mats:
             R = M.copy()
             R.data = R.data.astype(dtype).astype(np.float64)
             rounded.append(R)
-        _REFERENCES[key] = registry.get("sparse_fusion", "t0_numpy", pair)(
+        _REFERENCES[key] = digest, registry.get("sparse_fusion", "t0_numpy", pair)(
             *rounded, b.astype(dtype).astype(np.float64))
-    return _REFERENCES[key]
+    seen, ref = _REFERENCES[key]
+    assert seen == digest, f"reference key {key!r} reused for other inputs"
+    return ref
 
 
 def _check(out, ref, pair, mats, dtype, what):
@@ -2844,7 +2856,7 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_by
         A = sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
     mats = operands(pair, A)
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
-    ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype))
+    ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype, unsym))
     v = _vector(b, dtype)
     s = fs.inspect(pair, *mats, kind=kind)
     run = t3.prepare(pair, *mats, like=v, schedule=s, executor="dataflow", lean=True, block_rows=R, fuse_rows=fuse)
