@@ -139,7 +139,8 @@ UNSYMMETRIC_EXECUTOR_CASES = [pytest.param(pair, ex, fs.KINDS[(i + j) % len(fs.K
 def test_t3_executor_on_unsymmetric_patterns(pair, executor, kind, dtype):
     """Every executor on a pair whose matrices share no pattern, or an unsymmetric ILU(0), with
     dense rows or columns and negative pivots (tests/test_sparse_fusion.py's unsymmetric_operands):
-    the rules that pick a layout from the pattern (grids, held rows, stages) meet no grid here."""
+    the rules that pick a layout from the pattern (held rows, their grid, stages) meet patterns
+    that no stencil made."""
     n = 60
     mats = unsymmetric_operands(pair, n, _seed("unsymmetric", pair))
     b = np.random.default_rng(_seed("unsymmetric", pair, "b")).standard_normal(n)
