@@ -1413,11 +1413,16 @@ def to_device(arrays: dict, device) -> dict:
     return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
 
 
+def host_tables(problem) -> RowTables:
+    """The pair's RowTables on the host, built once per pattern."""
+    return pattern_cached(problem, "row_tables", lambda: row_tables(problem.pair, *problem.matrices))
+
+
 def device_tables(problem, device) -> tuple:
     """(host RowTables, their arrays on `device`), built once per pattern and device. On the
     device hold_len covers every iteration, 0 past the factor rows, so that a kernel may read it
     for a lane before knowing the lane's kind (held_fetch's `lanes`)."""
-    tables = pattern_cached(problem, "row_tables", lambda: row_tables(problem.pair, *problem.matrices))
+    tables = host_tables(problem)
 
     def arrays():
         out = {**{k: getattr(tables, k) for k in RowTables.ARRAYS}, **_factor_index(tables)}

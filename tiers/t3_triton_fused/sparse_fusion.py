@@ -1543,8 +1543,12 @@ class Prepared:
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
         self.fuse_rows, self.lean = fuse_rows, lean
-        self.tables, self.dev = rows.device_tables(problem, device)
-        self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
+        if executor == "bands":   # its own tables and values (device_bands): none of the row tables' on the device
+            self.tables, self.dev = rows.host_tables(problem), None
+            self.values = torch.empty(0, device=device, dtype=dtype)      # what check_vector compares with
+        else:
+            self.tables, self.dev = rows.device_tables(problem, device)
+            self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
         self.graph, self.eager_calls = None, 0      # a factor pair's graph, captured by its second call (_graphed)
         if lean:
             self.pair_stride = pair_stride(lean_defaults(schedule, problem.matrices)[2], dtype)
