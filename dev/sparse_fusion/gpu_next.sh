@@ -16,8 +16,9 @@
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests        # with 1aedf91's unstaged ILU(0) cap (a launch option), and
-#                                                  # the unsymmetric-pattern tests of 2026-12-05 (8118076, a07ca2a, ed0b1e1)
+#   bash dev/sparse_fusion/gpu_next.sh tests        # with 1aedf91's unstaged ILU(0) cap (a launch option), the
+#                                                  # unsymmetric and RCM tests of 2026-12-05 evening (8118076 on),
+#                                                  # and the bands runner without row tables on the device (315a28a)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on the H200, for the table's power-law ILU(0) rows
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
