@@ -10,16 +10,15 @@
 # poisson3d (every pair, t2 keeping its launches); on an H100 after 17:18, LATE_AHEAD's A/B (by
 # hand, ab_options late_ahead:1; removed since) and relook's (ILU(0) only); in the evening on an H100,
 # LATE_REACH's A/B (by hand, ab_commit.py against 6e76762; reverted), tests (with the code of 6e76762)
-# and the register caps' A/B (ab_commit.py with tars of other GRID_REGISTERS). A warm machine
+# and the register caps' A/B (ab_commit.py with tars of other GRID_REGISTERS); at 22:33 UTC on an
+# H100, tests with the files of dd3e94f (996 and 73), then cli powerlaw spilu0_sptrsv. A warm machine
 # answers each call within seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests        # with 1aedf91's unstaged ILU(0) cap (a launch option), the
-#                                                  # unsymmetric and RCM tests of 2026-12-05 evening (8118076 on),
-#                                                  # and the bands runner without row tables on the device (315a28a)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on the H200, for the table's power-law ILU(0) rows
+#                                                  # (ran on an H100 at 22:37 UTC: cap112_cli_powerlaw_*)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
