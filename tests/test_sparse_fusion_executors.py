@@ -1961,16 +1961,21 @@ def test_staged_steps_rule_and_t0(name, pair, staged, across, monkeypatch):
                 monkeypatch.setattr(t3, "STAGED_STEPS", True)
 
 
+def _some_dropped(A, seed):
+    """A with about a third of its off-diagonal entries dropped, each on its own: (i, k) often
+    stored without (k, i), the diagonal kept."""
+    C = A.tocoo()
+    keep = (C.row == C.col) | (np.random.default_rng(seed).random(C.nnz) < 0.65)
+    return sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 def test_held_grid_rows_on_an_unsymmetric_27_point_pattern(pair, dtype):
     """The 27-point grid with about a third of its off-diagonal entries dropped one by one, so
     that (i, k) is often stored without (k, i): the held rows still take their pairs as a grid,
     staged, with the short fetch (held_grid, stages_steps, fetches_short), and give t0's results."""
-    A = matrix("poisson3d_27", 27, 5)
-    C = A.tocoo()
-    keep = (C.row == C.col) | (np.random.default_rng(_seed("unsym27")).random(C.nnz) < 0.65)
-    A = sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
+    A = _some_dropped(matrix("poisson3d_27", 27, 5), _seed("unsym27"))
     mats = operands(pair, A)
     b = np.random.default_rng(_seed("unsym27", pair)).standard_normal(A.shape[0])
     ref = _reference(pair, mats, b, dtype, ("unsym27", pair, dtype))
@@ -2851,11 +2856,7 @@ def test_lean_rows_property(gen, size, seed, pair, kind, R, fuse, dtype, pair_by
     about a third of the off-diagonal entries dropped, each on its own, so that (i, k) is often
     stored without (k, i): the updates still land on diagonals only, where there are any."""
     A = matrix(gen, size, seed)
-    if unsym:
-        C = A.tocoo()
-        keep = (C.row == C.col) | (np.random.default_rng(seed).random(C.nnz) < 0.65)
-        A = sp.csr_matrix((C.data[keep], (C.row[keep], C.col[keep])), shape=A.shape)
-    mats = operands(pair, A)
+    mats = operands(pair, _some_dropped(A, seed) if unsym else A)
     b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
     ref = _reference(pair, mats, b, dtype, ("lean_property", gen, size, seed, pair, dtype, unsym))
     v = _vector(b, dtype)

@@ -25,7 +25,7 @@ from tiers.t3_triton_fused import sparse_fusion as sf
 def eager(run):
     """A call of `run` as every lean call was before LEAN_GRAPHS: checked, then launched as it comes."""
     def call(v):
-        rows.check_vector(run.tables, v, run.values)
+        rows.check_vector(run.problem.n, v, run.dtype, run.device)
         return run_lean(run, v)
     return call
 

@@ -1439,15 +1439,14 @@ def table_args(dev) -> list:
     return [dev[k] for k in RowTables.ARRAYS]
 
 
-def check_vector(tables, vector, values):
-    """A prepared runner takes vectors like the one it was prepared for: same length, dtype and
-    device as its values; ValueError otherwise."""
-    n = tables.n1
+def check_vector(n, vector, dtype, device):
+    """A prepared runner takes vectors like the one it was prepared for: length n, its dtype and
+    device; ValueError otherwise."""
     if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
         raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
-    if vector.dtype != values.dtype or vector.device != values.device:
+    if vector.dtype != dtype or vector.device != torch.device(device):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
-                         f"{values.dtype} on {values.device}")
+                         f"{dtype} on {device}")
 
 
 def new_vector(tables, vector, values, copy_in=True):
@@ -1457,7 +1456,7 @@ def new_vector(tables, vector, values, copy_in=True):
     from tiers.buffers import empty
 
     n = tables.n1
-    check_vector(tables, vector, values)
+    check_vector(n, vector, values.dtype, values.device)
     vec = empty((tables.vec_len,), dtype=vector.dtype, device=vector.device)
     if copy_in:
         vec[:n].copy_(vector)

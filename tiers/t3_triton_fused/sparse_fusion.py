@@ -1542,10 +1542,9 @@ class Prepared:
         self.tickets, self.block_rows, self.num_warps, self.nap_ns = tickets, block_rows, num_warps, nap_ns
         self.chain_steps, self.programs_per_sm, self.tickets_ahead = chain_steps, programs_per_sm, tickets_ahead
         self.claim, self.resident = claim, None      # resident: programs an SM holds (_launch_claimed)
-        self.fuse_rows, self.lean = fuse_rows, lean
-        if executor == "bands":   # its own tables and values (device_bands): none of the row tables' on the device
-            self.tables, self.dev = rows.host_tables(problem), None
-            self.values = torch.empty(0, device=device, dtype=dtype)      # what check_vector compares with
+        self.fuse_rows, self.lean, self.device, self.dtype = fuse_rows, lean, device, dtype
+        if executor == "bands":   # its own tables and values (device_bands): no row tables
+            self.tables = self.dev = self.values = None
         else:
             self.tables, self.dev = rows.device_tables(problem, device)
             self.values = torch.from_numpy(self.tables.values(problem.matrices)).to(device=device, dtype=dtype)
@@ -1637,7 +1636,7 @@ class Prepared:
 
     def __call__(self, vector):
         if self.data or self.lean:
-            rows.check_vector(self.tables, vector, self.values)
+            rows.check_vector(self.problem.n, vector, self.dtype, self.device)
             if self.graph is not None or (self.eager_calls and replays_graph(self)):
                 return _graphed(self, vector)
             self.eager_calls += 1
@@ -1647,7 +1646,7 @@ class Prepared:
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
         if self.executor == "bands":
-            rows.check_vector(self.tables, vector, self.values)
+            rows.check_vector(self.problem.n, vector, self.dtype, self.device)
             return run_bands(self, vector)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
@@ -1727,7 +1726,7 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
                          f"program), got {chain_steps}")
     schedule = schedule if schedule is not None else default_schedule(pair, problem.matrices, problem.fingerprint)
     if executor is None:
-        executor = executor_rule(like.device, schedule, rows.device_tables(problem, like.device)[0])
+        executor = executor_rule(like.device, schedule, rows.host_tables(problem))
     kernel = kernel_of(executor, pair)
     lean = _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, tickets)
     if lean:
@@ -1740,30 +1739,29 @@ def prepare(pair, *matrices, like, schedule=None, executor=None, tickets=None, b
     if programs_per_sm is None:
         programs_per_sm = _default_programs(kernel)
     if programs_per_sm is None:         # the dataflow executor: by the pattern
-        programs_per_sm = dataflow_programs(rows.device_tables(problem, like.device)[0])
+        programs_per_sm = dataflow_programs(rows.host_tables(problem))
     if kernel not in STRIDING:
         claim = "counter"               # the other executors' persistent programs always take tickets
     claim = claim or default_claim(kernel, programs_per_sm)
     if kernel == "dataflow" and claim == "stride" and tickets_ahead is None:
         tickets_ahead = 2               # the next block is known: prefetching its record waits on nothing
-    if kernel == "dataflow" and block_rows is None and reads_flat(record_shape(rows.device_tables(
-            problem, like.device)[0]), claim):
+    if kernel == "dataflow" and block_rows is None and reads_flat(record_shape(rows.host_tables(problem)), claim):
         block_rows = FLAT_BLOCK_ROWS
     if kernel == "dataflow" and (block_rows is None or tickets_ahead is None):
-        shape = dataflow_shape(schedule, problem.matrices, rows.device_tables(problem, like.device)[0])
+        shape = dataflow_shape(schedule, problem.matrices, rows.host_tables(problem))
         block_rows = shape[0] if block_rows is None else block_rows
         tickets_ahead = shape[1] if tickets_ahead is None else tickets_ahead
     if block_rows is None:
         block_rows = tuning_defaults(kernel, pair).get("block_rows", 1)
     if block_rows is None:              # a factor pair on the flag executor's kernel: by its rows' shape
-        block_rows = factor_block_rows(rows.device_tables(problem, like.device)[0],
+        block_rows = factor_block_rows(rows.host_tables(problem),
                                        wide=executor == "dataflow" and _wide(schedule, problem.matrices))
     if chain_steps is None:
         chain_steps = CHAIN_STEPS.get(executor, 1)
     if tickets is None:
         tickets = tuning_defaults(kernel, pair).get("tickets") or "dag"
     if fuse_rows is None:
-        fuse_rows = fuses_rows(executor, pair, rows.device_tables(problem, like.device)[0])
+        fuse_rows = fuses_rows(executor, pair, rows.host_tables(problem))
     return Prepared(problem, schedule, executor, tickets, block_rows, num_warps, nap_ns, chain_steps,
                     programs_per_sm, tickets_ahead or 0, like.device, like.dtype, claim, fuse_rows, lean)
 
@@ -1774,7 +1772,7 @@ def _lean_option(lean, executor, pair, problem, like, programs_per_sm, claim, ti
     diagonal, with striding programs and tickets of the joint DAG."""
     if lean is False or (lean is None and (executor != "dataflow" or pair not in dags.FACTOR_PAIRS)):
         return False
-    tables = rows.device_tables(problem, like.device)[0]
+    tables = rows.host_tables(problem)
     if programs_per_sm == 0 or claim == "counter":
         conflict = ("the lean rows' programs stride over the blocks; they take neither programs_per_sm=0 "
                     "nor claim='counter'")
