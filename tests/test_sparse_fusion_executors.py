@@ -2362,6 +2362,43 @@ def test_held_and_walked_rows_together(pair, runner, monkeypatch):
     _check(out, ref, pair, mats, "float64", f"{runner} held and walked")
 
 
+def _long_walks(pair, n, seed):
+    """SPD with random off-diagonal values, whose walked factor rows are n entries long: for
+    ILU(0) its first four rows and columns full, so rows 1–3 walk (every entry a step rewrites)
+    and every later row reads row 3's entry in its own column, late in that row; for IC(0),
+    whose tril rows are what walk, _arrow_last's full last row."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((n, n))
+    if pair == "spilu0_sptrsv":
+        A[:4, :] = rng.uniform(-1, 1, (4, n))
+        A[:, :4] = A[:4, :].T
+    else:
+        A[-1, :] = rng.uniform(-1, 1, n)
+        A[:, -1] = A[-1, :]
+    np.fill_diagonal(A, 2.0 * n)
+    return sp.csr_matrix(A)
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+def test_long_walked_rows(pair, fuse):
+    """A walked row copies its finished entries to VAL in trips of CHUNK (factor_rows' DATA mode),
+    a hub's row in hundreds of them (tried wider, 2026-12-06: slower); rows of 261 entries, whose
+    late entries other rows wait on, still give t0's factor and solve on the dataflow executor,
+    rows fused with their solve rows or apart."""
+    n = 261
+    mats = operands(pair, _long_walks(pair, n, 3))
+    t = rows.row_tables(pair, *mats)
+    walked = np.flatnonzero((t.hold_len == 0) & (np.diff(t.ent_ptr[:t.n1 + 1]) > 0))
+    assert t.walks and (np.diff(t.fac_ptr)[walked] == n).any()
+    b = np.random.default_rng(12).standard_normal(n)
+    ref = _reference(pair, mats, b, "float64", ("long_walks", pair))
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False)
+    assert run.data
+    _check(run(v), ref, pair, mats, "float64", f"long walked rows, fuse={fuse}")
+
+
 @pytest.mark.parametrize("executor", ["syncfree", "dataflow"])
 def test_held_work_bound(executor, monkeypatch):
     """Rows whose held steps would go through more than HELD_WORK values (S · C · W) walk in memory

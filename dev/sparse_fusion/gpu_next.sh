@@ -12,14 +12,16 @@
 # LATE_REACH's A/B (by hand, ab_commit.py against 6e76762; reverted), tests (with the code of 6e76762)
 # and the register caps' A/B (ab_commit.py with tars of other GRID_REGISTERS); at 22:33 UTC on an
 # H100, tests with the files of dd3e94f (996 and 73), then cli powerlaw spilu0_sptrsv; at 23:41 UTC
-# on an H100, tests with the code of 3452a75 (996 and 73). A warm machine answers each call within
+# on an H100, tests with the code of 3452a75 (996 and 73); on 2026-12-06 00:52 UTC on the H200, the A/B
+# of the walked rows' copy in wider trips (by hand, ab_commit.py; not kept), then cli powerlaw spilu0_sptrsv
+# for the table (table_h200_bp). A warm machine answers each call within
 # seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on the H200, for the table's power-law ILU(0) rows
-#                                                  # (ran on an H100 at 22:37 UTC: cap112_cli_powerlaw_*)
+#   bash dev/sparse_fusion/gpu_next.sh tests        # for test_long_walked_rows (2026-12-06; it ran on the H200 only
+#                                                  # beside the copy-trip A/B, with that tree's kernel)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel

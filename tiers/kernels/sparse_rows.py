@@ -498,7 +498,11 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
     the factor as the other rows see it, each entry a step rewrites holding the sentinel SENT
     until its row is done, and OWN a copy of A's values in which each row is worked on; the
     entries of other rows are polled from VAL (val_polled), and the finished row is copied from
-    OWN to VAL at the end."""
+    OWN to VAL at the end, CHUNK entries a trip. Tried, not kept (2026-12-06, H200, A/B in one
+    process, figures/data/copy_trip_ab_*): that copy in trips of 128 or 512 entries, since the
+    power-law graph's largest hub (3 034 entries) takes 380 trips and up to 22 walked rows lie on
+    one chain of its ILU(0): 0.97 → 1.18 / 1.63 ms (float32 0.82 → 0.95 / 1.21), for reasons
+    not profiled."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     if DATA:
