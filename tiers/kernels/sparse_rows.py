@@ -290,27 +290,24 @@ def vec_await_entries(x, xp, px, m, N_IN, SENT: tl.constexpr, NAP: tl.constexpr)
     """x, read once from the addresses xp (VEC positions px) over m, read again where it still
     holds the sentinel until none does: vec_await_at's PENDING polls for entries alone (the flat
     records of t3's dataflow executor carry the right-hand side as one more entry)."""
-    w = _waiting(x, px, m, N_IN, SENT)
-    while tl.max(w.to(tl.int32)) != 0:
-        if NAP > 0:
-            nap(tl.full([], NAP, tl.int32))
-        x = tl.where(w, tl.load(xp, mask=w, other=0.0, volatile=True), x)
-        w = _waiting(x, px, w, N_IN, SENT)
-    return x
+    return vec_await_looking(x, xp, px, m, 0.0, None, False, N_IN, SENT, NAP, LOOK=False)[0]
 
 
 @triton.jit
-def vec_await_looking(x, xp, px, m, y, yp, my, N_IN, SENT: tl.constexpr, NAP: tl.constexpr):
-    """(x, y): x awaited as vec_await_entries awaits it, and at every poll the entries of y over
-    `my` read again without being checked (y itself the load's `other`, as vec_relook's), so that
-    the last poll, the one that finds x in, has also issued a load of y: where y is written with x
-    (a factor row's operands with its pivot, in one store), y's check after it (vec_await_entries)
-    mostly finds y there instead of starting a round trip of its own."""
+def vec_await_looking(x, xp, px, m, y, yp, my, N_IN, SENT: tl.constexpr, NAP: tl.constexpr,
+                      LOOK: tl.constexpr = True):
+    """(x, y): x awaited as vec_await_entries awaits it, and with LOOK at every poll the entries
+    of y over `my` read again without being checked (y itself the load's `other`, as
+    vec_relook's), so that the last poll, the one that finds x in, has also issued a load of y:
+    where y is written with x (a factor row's operands with its pivot, in one store), y's check
+    after it (vec_await_entries) mostly finds y there instead of starting a round trip of its
+    own. Without LOOK, y is returned as given (vec_await_entries)."""
     w = _waiting(x, px, m, N_IN, SENT)
     while tl.max(w.to(tl.int32)) != 0:
         if NAP > 0:
             nap(tl.full([], NAP, tl.int32))
-        y = tl.load(yp, mask=my, other=y, volatile=True)
+        if LOOK:
+            y = tl.load(yp, mask=my, other=y, volatile=True)
         x = tl.where(w, tl.load(xp, mask=w, other=0.0, volatile=True), x)
         w = _waiting(x, px, w, N_IN, SENT)
     return x, y
