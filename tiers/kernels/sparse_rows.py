@@ -498,8 +498,10 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
     OWN to VAL at the end, CHUNK entries a trip. Tried, not kept (2026-12-06, H200, A/B in one
     process, figures/data/copy_trip_ab_*): that copy in trips of 128 or 512 entries, since the
     power-law graph's largest hub (3 034 entries) takes 380 trips and up to 22 walked rows lie on
-    one chain of its ILU(0): 0.97 → 1.18 / 1.63 ms (float32 0.82 → 0.95 / 1.21), for reasons
-    not profiled."""
+    one chain of its ILU(0): 0.97 → 1.18 / 1.63 ms (float32 0.82 → 0.95 / 1.21). Each trip was
+    [R, trip] wide, and compiled for sm_90 (Triton 3.6, on the CPU) at that graph's blocks of 8
+    rows the kernel spilled at its cap of 112 registers: 88 and 1 256 bytes of stack, against
+    none."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     if DATA:
