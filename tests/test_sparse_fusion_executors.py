@@ -2366,7 +2366,7 @@ def _long_walks(pair, n, seed):
     """SPD with random off-diagonal values, whose walked factor rows are n entries long: for
     ILU(0) its first four rows and columns full, so rows 1–3 walk (every entry a step rewrites)
     and every later row reads row 3's entry in its own column, late in that row; for IC(0),
-    whose tril rows are what walk, _arrow_last's full last row."""
+    whose tril rows are what walk, a full last row and column as _arrow_last's."""
     rng = np.random.default_rng(seed)
     A = np.zeros((n, n))
     if pair == "spilu0_sptrsv":
@@ -2383,9 +2383,9 @@ def _long_walks(pair, n, seed):
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 def test_long_walked_rows(pair, fuse):
     """A walked row copies its finished entries to VAL in trips of CHUNK (factor_rows' DATA mode),
-    a hub's row in hundreds of them (tried wider, 2026-12-06: slower); rows of 261 entries, whose
-    late entries other rows wait on, still give t0's factor and solve on the dataflow executor,
-    rows fused with their solve rows or apart."""
+    a hub's row in hundreds of them (tried wider, 2026-12-06: slower); rows of 261 entries (for
+    ILU(0), rows whose late entries every later row waits on) still give t0's factor and solve on
+    the dataflow executor, rows fused with their solve rows or apart."""
     n = 261
     mats = operands(pair, _long_walks(pair, n, 3))
     t = rows.row_tables(pair, *mats)

@@ -81,7 +81,9 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
     lane_copy)    # A/B of lane_copy.diff (a walked row's copy one lane at a time, 128 entries a trip; not applied)
-      git archive HEAD tiers > /tmp/lane_copy_old.tar && git apply dev/sparse_fusion/lane_copy.diff || return 1
+      # the tree as copied, not `git archive HEAD`: the device copy's git metadata has lagged its files
+      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/lane_copy_old.tar -T - \
+        && git apply dev/sparse_fusion/lane_copy.diff || return 1
       PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
         /tmp/lane_copy_old.tar "$OUT/lane_copy_ab.json" \
         powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
