@@ -17,7 +17,6 @@ import torch
 from ab_commit import check_and_time, operands_and_vectors, run_header, save_row
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
-from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.lean import run_lean
 from tiers.t3_triton_fused import sparse_fusion as sf
 
@@ -25,7 +24,7 @@ from tiers.t3_triton_fused import sparse_fusion as sf
 def eager(run):
     """A call of `run` as every lean call was before LEAN_GRAPHS: checked, then launched as it comes."""
     def call(v):
-        rows.check_vector(run.problem.n, v, run.dtype, run.device)
+        run.check(v)
         return run_lean(run, v)
     return call
 

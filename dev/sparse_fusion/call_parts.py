@@ -34,7 +34,7 @@ def variants(run, v):
     def call(check=True, sparse=True, sync=True):
         def f():
             if check:
-                rows.check_vector(run.problem.n, v, run.dtype, run.device)
+                run.check(v)
             x = v.contiguous()
             g.address[0] = x.data_ptr()
             g.graph.replay()

@@ -167,7 +167,7 @@ def clk_args(run, val, vec, own):
 
 
 def call_clk(run, v, keep):
-    rows.check_vector(run.problem.n, v, run.dtype, run.device)
+    run.check(v)
     val, own, vec = sf._data_buffers(run, v)
     args, meta, clk = clk_args(run, val, vec, own)
     saved = run.resident

@@ -1634,9 +1634,13 @@ class Prepared:
     late_look = None    # a staged factor row's late operands read at its pivots' polls: None, LATE_LOOKS's rule
     relook = None       # a staged row's missing x_j read again after its late operands: None, relooks' rule
 
+    def check(self, vector):
+        """rows.check_vector for the length, dtype and device this runner was prepared for."""
+        rows.check_vector(self.problem.n, vector, self.dtype, self.device)
+
     def __call__(self, vector):
         if self.data or self.lean:
-            rows.check_vector(self.problem.n, vector, self.dtype, self.device)
+            self.check(vector)
             if self.graph is not None or (self.eager_calls and replays_graph(self)):
                 return _graphed(self, vector)
             self.eager_calls += 1
@@ -1646,7 +1650,7 @@ class Prepared:
             _run_syncfree(self, val, vec, own)
             return rows.results(self.tables, self.dev, val, rows.vector_outs(self.tables, vec))
         if self.executor == "bands":
-            rows.check_vector(self.problem.n, vector, self.dtype, self.device)
+            self.check(vector)
             return run_bands(self, vector)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
         vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
