@@ -14,17 +14,14 @@
 # H100, tests with the files of dd3e94f (996 and 73), then cli powerlaw spilu0_sptrsv; at 23:41 UTC
 # on an H100, tests with the code of 3452a75 (996 and 73); on 2026-12-06 00:52 UTC on the H200, the A/B
 # of the walked rows' copy in wider trips (by hand, ab_commit.py; not kept), then cli powerlaw spilu0_sptrsv
-# for the table (table_h200_bp). A warm machine answers each call within
+# for the table (table_h200_bp); at 02:05 UTC on the H200, tests with the code of 65d25d8 (1000 and 73),
+# then lane_copy (the walked rows' copy one lane at a time, 128 entries a trip: slower, not kept; the
+# diff is figures/data/lane_copy_ab_h200_2026-12-06.diff). A warm machine answers each call within
 # seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests        # for test_long_walked_rows (2026-12-06; it ran on the H200 only
-#                                                  # beside the copy-trip A/B, with that tree's kernel)
-#   bash dev/sparse_fusion/gpu_next.sh lane_copy    # the walked rows' copy a lane at a time (lane_copy.diff, 2026-12-06):
-#                                                  # no spills at the 1M-node graph's shape on the CPU's sm_90 compile
-#                                                  # (94 / 96 registers at the cap of 112, float64 / float32); not timed
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -80,17 +77,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    lane_copy)    # A/B of lane_copy.diff (a walked row's copy one lane at a time, 128 entries a trip; not applied)
-      # the tree as copied, not `git archive HEAD`: the device copy's git metadata has lagged its files
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/lane_copy_old.tar -T - \
-        && git apply dev/sparse_fusion/lane_copy.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/lane_copy_old.tar "$OUT/lane_copy_ab.json" \
-        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
-        | tee "$OUT/lane_copy_ab.log" | cut -c1-400 | tail -6
-      TIERS_POISON=1 timeout 120 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
-        -k "walk or breakdown_row or factor_executors_property" 2>&1 | tee "$OUT/lane_copy_tests.log" | tail -2
-      git apply -R dev/sparse_fusion/lane_copy.diff ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
