@@ -2379,6 +2379,47 @@ def _long_walks(pair, n, seed):
     return sp.csr_matrix(A)
 
 
+def _hub_walks(n, seed):
+    """SPD with random off-diagonal values, two hubs as on a power-law graph: rows and columns 0
+    and 1 each hold a random half of the others, and row 1's ILU(0) step (its entry in column 0)
+    rewrites only the columns row 0 shares with it, so the walked row 1 keeps A's values in the
+    rest, between the ones it rewrites; every later row of row 1 waits on row 1's entry in its
+    own column, rewritten or not."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((n, n))
+    for hub in (0, 1):
+        cols = np.flatnonzero(rng.random(n) < 0.5)
+        A[hub, cols] = rng.uniform(-1, 1, cols.size)
+    A[0, 1] = A[1, 0] = 0.5
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    np.fill_diagonal(A, 2.0 * n)
+    return sp.csr_matrix(A)
+
+
+def _walked_dataflow_is_t0s(pair, mats, fuse, seed, key):
+    """The dataflow executor (values as flags, walked rows) on mats against t0, fused or apart."""
+    n = mats[0].shape[0]
+    b = np.random.default_rng(seed).standard_normal(n)
+    ref = _reference(pair, mats, b, "float64", (key, pair))
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False)
+    assert run.data
+    _check(run(v), ref, pair, mats, "float64", f"{key}, fuse={fuse}")
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_walked_hub_rows(fuse):
+    """A walked hub row whose steps rewrite some of its entries and leave A's values between them
+    (in VAL from the start, in DATA mode), which later rows wait on, still gives t0's factor and
+    solve on the dataflow executor, rows fused with their solve rows or apart."""
+    pair = "spilu0_sptrsv"
+    mats = operands(pair, _hub_walks(261, 5))
+    t = rows.row_tables(pair, *mats)
+    rew = np.diff(np.searchsorted(t.rewritten, t.fac_ptr))
+    assert t.walks and t.walked[1] and 2 < rew[1] < np.diff(t.fac_ptr)[1] - 20
+    _walked_dataflow_is_t0s(pair, mats, fuse, 13, "hub_walks")
+
+
 @pytest.mark.parametrize("fuse", [False, True])
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 def test_long_walked_rows(pair, fuse):
@@ -2390,12 +2431,7 @@ def test_long_walked_rows(pair, fuse):
     mats = operands(pair, _long_walks(pair, n, 3))
     t = rows.row_tables(pair, *mats)
     assert t.walks and (np.diff(t.fac_ptr)[t.walked] == n).any()
-    b = np.random.default_rng(12).standard_normal(n)
-    ref = _reference(pair, mats, b, "float64", ("long_walks", pair))
-    v = _vector(b, "float64")
-    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False)
-    assert run.data
-    _check(run(v), ref, pair, mats, "float64", f"long walked rows, fuse={fuse}")
+    _walked_dataflow_is_t0s(pair, mats, fuse, 12, "long_walks")
 
 
 @pytest.mark.parametrize("executor", ["syncfree", "dataflow"])

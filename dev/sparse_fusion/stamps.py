@@ -22,9 +22,10 @@ predecessors' T4 (f_hop_*), its T5 against its solve predecessors' T5 (x_hop_*),
 against its own T4 (x_pred_T5_minus_own_T4: below 0, the x_j were in before the factor row was
 stored). The factor hop against how many blocks were polling when its
 predecessor stored (f_hop_by_pollers), and how many of the critical path's hops run through a
-solve edge (path.via_solve_frac). Blocks holding a walked factor row apart (walked): their
-store segment T3–T4, which holds the walk and its copy to VAL, and their share of the critical
-path's waits and stores. Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
+solve edge (path.via_solve_frac). Blocks holding a walked factor row apart (walked): a walked
+row's steps and its copy to VAL run after the held rows' T4 (factor_rows), so their segment is
+T4–T5, beside the solve; and their share of the critical path. Data of 2026-12-06 (H100, the
+power-law ILU(0)): stamps_powerlaw_ilu_h100_*. Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
 2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*; (a variant of b896f67,
 with the chains apart): clk_probe_relook_*; of 2026-12-03: clk_probe_pollers_*,
 clk_probe_path_*.
@@ -307,8 +308,8 @@ def analyze(run, sched, mats, clk, programs):
         "via_solve_frac": round(float(np.mean(pd_ == T[argpred[ph], 5])), 3) if len(ph) else None,
         "program_gap": pct(T[ph, 0] - np.where(ph >= programs, T[np.maximum(ph - programs, 0), 5], 0)),
     }
-    # blocks holding a walked factor row (RowTables.walked): their store segment apart, and their
-    # share of the critical path, to tell whether the walks set the span
+    # blocks holding a walked factor row (RowTables.walked): their walk (T4-T5, after the held
+    # rows' store) apart, and their share of the critical path, to tell whether the walks set the span
     blk_ptr, blk_iter = (run.plan[1][k].cpu().numpy().astype(np.int64) for k in ("blk_ptr", "blk_iter"))
     blk_of = np.repeat(np.arange(blocks), np.diff(blk_ptr))
     walked = np.asarray(run.tables.walked)
@@ -318,10 +319,10 @@ def analyze(run, sched, mats, clk, programs):
     on_path = wb[ph]
     res["walked"] = {
         "blocks": int(wb.sum()),
-        "store_T3_T4": pct(d(3, 4)[wb]) if wb.any() else None,
-        "held_store_T3_T4": pct(d(3, 4)[~wb]),
+        "walk_solve_T4_T5": pct(d(4, 5)[wb]) if wb.any() else None,
+        "other_solve_T4_T5": pct(d(4, 5)[~wb]),
         "path_blocks": int(on_path.sum()),
-        "path_store_us": round(float((T[ph, 4] - T[ph, 3])[on_path].sum()) / 1e3, 1),
+        "path_walk_solve_us": round(float((T[ph, 5] - T[ph, 4])[on_path].sum()) / 1e3, 1),
         "path_wait_us": round(float((T[ph, 3] - pd_)[on_path].sum()) / 1e3, 1),
         "path_all_store_us": round(float((T[ph, 4] - T[ph, 3]).sum()) / 1e3, 1),
         "path_all_wait_us": round(float((T[ph, 3] - pd_).sum()) / 1e3, 1),
