@@ -22,6 +22,9 @@
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh walk_prefetch  # a walked ILU(0) step's first trip of pairs read before its pivot's
+#                                                  # wait (walk_prefetch.diff, 2026-12-06; the hub chain's hop), beside
+#                                                  # the cap at 88 registers (the throughput phase's slots); not timed
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -77,6 +80,20 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
+    walk_prefetch)  # A/B of walk_prefetch.diff (not applied) and of GRID_REGISTERS' non-staged ILU(0) cap at 88
+      # the tree as copied, not `git archive HEAD`: the device copy's git metadata has lagged its files
+      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/walk_old.tar -T - || return 1
+      rm -rf /tmp/cap88 && mkdir -p /tmp/cap88 && tar -xf /tmp/walk_old.tar -C /tmp/cap88 \
+        && sed -i 's/(rows.ILU, False): 112/(rows.ILU, False): 88/' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
+        && grep -q '(rows.ILU, False): 88' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
+        && tar -cf /tmp/walk_cap88.tar -C /tmp/cap88 tiers && git apply dev/sparse_fusion/walk_prefetch.diff || return 1
+      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 240 python3 dev/sparse_fusion/ab_commit.py \
+        /tmp/walk_old.tar,/tmp/walk_cap88.tar "$OUT/walk_prefetch_ab.json" \
+        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
+        | tee "$OUT/walk_prefetch_ab.log" | cut -c1-400 | tail -6
+      TIERS_POISON=1 timeout 120 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
+        -k "walk or breakdown_row or factor_executors_property or held_work" 2>&1 | tee "$OUT/walk_prefetch_tests.log" | tail -2
+      git apply -R dev/sparse_fusion/walk_prefetch.diff ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
