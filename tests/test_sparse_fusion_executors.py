@@ -2383,8 +2383,8 @@ def _hub_walks(n, seed):
     """SPD with random off-diagonal values, two hubs as on a power-law graph: rows and columns 0
     and 1 each hold a random half of the others, and row 1's ILU(0) step (its entry in column 0)
     rewrites only the columns row 0 shares with it, so the walked row 1 keeps A's values in the
-    rest, between the ones it rewrites; every later row of row 1 waits on row 1's entry in its
-    own column, rewritten or not."""
+    rest, between the ones it rewrites; every later row of row 1 reads row 1's entry in its own
+    column, rewritten (polled until row 1 stores it) or not (A's value)."""
     rng = np.random.default_rng(seed)
     A = np.zeros((n, n))
     for hub in (0, 1):

@@ -16,7 +16,9 @@
 # of the walked rows' copy in wider trips (by hand, ab_commit.py; not kept), then cli powerlaw spilu0_sptrsv
 # for the table (table_h200_bp); at 02:05 UTC on the H200, tests with the code of 65d25d8 (1000 and 73),
 # then lane_copy (the walked rows' copy one lane at a time, 128 entries a trip: slower, not kept; the
-# diff is figures/data/lane_copy_ab_h200_2026-12-06.diff). A warm machine answers each call within
+# diff is figures/data/lane_copy_ab_h200_2026-12-06.diff); at 03:15 UTC on an H100, by hand, the A/B of
+# a walked row copying only its rewritten entries (not kept) and stamps.py on the power-law ILU(0)
+# (rew_copy_ab_h100_*, stamps_powerlaw_ilu_h100_*). A warm machine answers each call within
 # seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names

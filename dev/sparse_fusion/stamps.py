@@ -24,11 +24,13 @@ stored). The factor hop against how many blocks were polling when its
 predecessor stored (f_hop_by_pollers), and how many of the critical path's hops run through a
 solve edge (path.via_solve_frac). Blocks holding a walked factor row apart (walked): a walked
 row's steps and its copy to VAL run after the held rows' T4 (factor_rows), so their segment is
-T4–T5, beside the solve; and their share of the critical path. Data of 2026-12-06 (H100, the
-power-law ILU(0)): stamps_powerlaw_ilu_h100_*. Data of 2026-12-01 (H200): figures/data/clk_probe_*; of
-2026-12-02 (commit 861c91c, every held row a grid): clk_probe_grid_*; (a variant of b896f67,
-with the chains apart): clk_probe_relook_*; of 2026-12-03: clk_probe_pollers_*,
-clk_probe_path_*.
+T4–T5, beside the solve; and their share of the critical path. How the span splits (phases):
+programs in flight and blocks started per tenth of it, and when each wavefront level's blocks were
+done (checked offline on the power-law stamps of 2026-12-06 and the plan rebuilt on the CPU). Data of 2026-12-01 (H200):
+figures/data/clk_probe_*; of 2026-12-02 (commit 861c91c, every held row a grid):
+clk_probe_grid_*; (a variant of b896f67, with the chains apart): clk_probe_relook_*; of
+2026-12-03: clk_probe_pollers_*, clk_probe_path_*; of 2026-12-06 (H100, the power-law ILU(0),
+its walked section in a first form that read T3–T4): stamps_powerlaw_ilu_h100_*.
 """
 import importlib
 import inspect
@@ -233,6 +235,25 @@ def hop_by_pollers(T, f_done, f_arg, sm_id):
     return out
 
 
+def phases(T, block_level, windows=10):
+    """How the span splits: per tenth of it, the programs in flight on average and the blocks
+    that started; per wavefront level of the joint DAG (a block's highest), its blocks and when
+    they were done (median and last, µs). Where few blocks are in flight the dependences set the
+    rate (the power-law ILU(0)'s hub chain); where the slots stay full and blocks start long after
+    their predecessors, the slots do."""
+    t0, t5 = T[:, 0], T[:, 5]
+    edges = np.linspace(t0.min(), t5.max(), windows + 1)
+    flight = [{"from_us": round(float(a) / 1e3, 1),
+               "in_flight": int(round(float((np.minimum(t5, b) - np.maximum(t0, a)).clip(0).sum()) / max(b - a, 1))),
+               "started": int(((t0 >= a) & (t0 < b)).sum())} for a, b in zip(edges[:-1], edges[1:])]
+    levels = []
+    for lv in range(int(block_level.max()) + 1):
+        d = t5[block_level == lv]
+        if d.size:
+            levels.append([lv, int(d.size), round(float(np.median(d)) / 1e3, 1), round(float(d.max()) / 1e3, 1)])
+    return {"windows": flight, "levels_blocks_median_last_us": levels}
+
+
 def block_edges(run, sched, mats):
     """(n1, level, u, w, bu, bw): the joint DAG's dependences u → w between two blocks of the run's
     plan, bu and bw their blocks (a fused solve row in its factor row's block), n1 kernel 1's
@@ -328,6 +349,9 @@ def analyze(run, sched, mats, clk, programs):
         "path_all_wait_us": round(float((T[ph, 3] - pd_).sum()) / 1e3, 1),
         "path_all_solve_us": round(float((T[ph, 5] - T[ph, 4]).sum()) / 1e3, 1),
     }
+    block_level = np.zeros(blocks, dtype=np.int64)
+    np.maximum.at(block_level, blk_of, level[blk_iter])
+    res["phases"] = phases(T, block_level)
     # where the late starts come from: rows per level a program covers
     res["levels_per_program_round"] = round(programs / (blocks / (level.max() + 1)), 2)
     return res, T
