@@ -40,7 +40,7 @@ def split(key, T):
                      executor="dataflow")
     blocks = run.plan[0]
     assert T.shape[0] == blocks, f"{key}: {T.shape[0]} stamped blocks, the plan has {blocks}"
-    n1, _, u, w, bu, bw = st.block_edges(run, sched, mats)
+    n1, _, u, w, bu, bw, _ = st.block_edges(run, sched, mats)
     keep = (u < n1) & (w < n1)                      # a factor row's dependences on factor rows
     bu, bw = bu[keep], bw[keep]
     f_done, _ = st.latest_producers(blocks, bw, bu, T[bu, 4])

@@ -25,9 +25,9 @@ predecessor stored (f_hop_by_pollers), and how many of the critical path's hops 
 solve edge (path.via_solve_frac). Blocks holding a walked factor row apart (walked): a walked
 row's steps and its copy to VAL run after the held rows' T4 (factor_rows), so their segment is
 T4–T5, beside the solve; and their share of the critical path. How the span splits (phases):
-programs in flight and blocks started per tenth of it, and when each wavefront level's blocks were
-done (checked offline on the power-law stamps of 2026-12-06 and the plan rebuilt on the CPU). Data of 2026-12-01 (H200):
-figures/data/clk_probe_*; of 2026-12-02 (commit 861c91c, every held row a grid):
+programs in flight and blocks started per tenth of it, and when each wavefront level's blocks
+were done (checked offline on the power-law stamps of 2026-12-06 and the plan rebuilt on the
+CPU). Data of 2026-12-01 (H200): figures/data/clk_probe_*; of 2026-12-02 (commit 861c91c, every held row a grid):
 clk_probe_grid_*; (a variant of b896f67, with the chains apart): clk_probe_relook_*; of
 2026-12-03: clk_probe_pollers_*, clk_probe_path_*; of 2026-12-06 (H100, the power-law ILU(0),
 its walked section in a first form that read T3–T4): stamps_powerlaw_ilu_h100_*.
@@ -255,9 +255,9 @@ def phases(T, block_level, windows=10):
 
 
 def block_edges(run, sched, mats):
-    """(n1, level, u, w, bu, bw): the joint DAG's dependences u → w between two blocks of the run's
-    plan, bu and bw their blocks (a fused solve row in its factor row's block), n1 kernel 1's
-    rows, level the DAG's wavefront levels."""
+    """(n1, level, u, w, bu, bw, blk_of): the joint DAG's dependences u → w between two blocks of
+    the run's plan, bu and bw their blocks (a fused solve row in its factor row's block), n1
+    kernel 1's rows, level the DAG's wavefront levels, blk_of every iteration's block (−1: none)."""
     blocks, sdev = run.plan[0], run.plan[1]
     blk_ptr, blk_iter, fuse = (sdev[k].cpu().numpy().astype(np.int64) for k in ("blk_ptr", "blk_iter", "fuse"))
     dag, level = sf._joint(sched, mats)
@@ -269,7 +269,7 @@ def block_edges(run, sched, mats):
     u, w = (x.astype(np.int64) for x in dag.sources())
     bu, bw = blk_of[u], blk_of[w]
     keep = (bu >= 0) & (bw >= 0) & (bu != bw)
-    return dag.n1, level, u[keep], w[keep], bu[keep], bw[keep]
+    return dag.n1, level, u[keep], w[keep], bu[keep], bw[keep], blk_of
 
 
 def analyze(run, sched, mats, clk, programs):
@@ -278,7 +278,7 @@ def analyze(run, sched, mats, clk, programs):
     sm_id = T[:, 6].copy()
     T = T[:, :6]
     T = T - T[:, 0].min()
-    n1, level, u, _, bu, bw = block_edges(run, sched, mats)
+    n1, level, u, _, bu, bw, blk_of = block_edges(run, sched, mats)
     done_u = np.where(u < n1, T[bu, 4], T[bu, 5])
     pred_done, argpred = latest_producers(blocks, bw, bu, done_u)
     has = argpred >= 0
@@ -331,12 +331,9 @@ def analyze(run, sched, mats, clk, programs):
     }
     # blocks holding a walked factor row (RowTables.walked): their walk (T4-T5, after the held
     # rows' store) apart, and their share of the critical path, to tell whether the walks set the span
-    blk_ptr, blk_iter = (run.plan[1][k].cpu().numpy().astype(np.int64) for k in ("blk_ptr", "blk_iter"))
-    blk_of = np.repeat(np.arange(blocks), np.diff(blk_ptr))
-    walked = np.asarray(run.tables.walked)
-    it_walk = (blk_iter < walked.size) & walked[np.minimum(blk_iter, walked.size - 1)]
+    placed = blk_of >= 0
     wb = np.zeros(blocks, dtype=bool)
-    wb[blk_of[it_walk]] = True
+    wb[blk_of[:n1][np.asarray(run.tables.walked, dtype=bool) & placed[:n1]]] = True
     on_path = wb[ph]
     res["walked"] = {
         "blocks": int(wb.sum()),
@@ -350,7 +347,7 @@ def analyze(run, sched, mats, clk, programs):
         "path_all_solve_us": round(float((T[ph, 5] - T[ph, 4]).sum()) / 1e3, 1),
     }
     block_level = np.zeros(blocks, dtype=np.int64)
-    np.maximum.at(block_level, blk_of, level[blk_iter])
+    np.maximum.at(block_level, blk_of[placed], level[placed])
     res["phases"] = phases(T, block_level)
     # where the late starts come from: rows per level a program covers
     res["levels_per_program_round"] = round(programs / (blocks / (level.max() + 1)), 2)

@@ -502,11 +502,11 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
     [R, trip] wide, and compiled for sm_90 (Triton 3.6, on the CPU) at that graph's blocks of 8
     rows the kernel spilled at its cap of 112 registers: 88 and 1 256 bytes of stack, against
     none. One lane at a time, 128 entries a trip, spilled nothing and still lost (H200,
-    lane_copy_ab_*: 0.99 → 1.11 ms), and
-    so did copying only the entries the row's steps rewrite (the largest hub's 39, not 3 034;
-    H100, rew_copy_ab_*: 1.00 → 1.01 ms). Stamped, the copy is off the critical path: what sets
-    the start of that ILU(0) is the chain of hub rows, each about 4.6 µs after the one before, in
-    the steps' dependent loads (docs/sparse_fusion_log.md, 2026-12-06)."""
+    lane_copy_ab_*: 0.99 → 1.11 ms), and so did copying only the entries the row's steps rewrite
+    (the largest hub's 39, not 3 034; H100, rew_copy_ab_*: 1.00 → 1.01 ms). Stamped, the copy is
+    off the critical path: what sets the start of that ILU(0) is the chain of hub rows, each about
+    4.6 µs after the one before, in the steps' dependent loads (docs/sparse_fusion_log.md,
+    2026-12-06)."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     if DATA:
