@@ -82,16 +82,21 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    walk_prefetch)  # A/B of walk_prefetch.diff (not applied) and of GRID_REGISTERS' non-staged ILU(0) cap at 88
+    walk_prefetch)  # A/B of walk_prefetch.diff (not applied), GRID_REGISTERS' non-staged ILU(0) cap at 88, blk_pad.diff
       # the tree as copied, not `git archive HEAD`: the device copy's git metadata has lagged its files
       find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/walk_old.tar -T - || return 1
       rm -rf /tmp/cap88 && mkdir -p /tmp/cap88 && tar -xf /tmp/walk_old.tar -C /tmp/cap88 \
         && sed -i 's/(rows.ILU, False): 112/(rows.ILU, False): 88/' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
         && grep -q '(rows.ILU, False): 88' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
-        && tar -cf /tmp/walk_cap88.tar -C /tmp/cap88 tiers && git apply dev/sparse_fusion/walk_prefetch.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 240 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/walk_old.tar,/tmp/walk_cap88.tar "$OUT/walk_prefetch_ab.json" \
-        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
+        && tar -cf /tmp/walk_cap88.tar -C /tmp/cap88 tiers || return 1
+      # alt2: blk_pad.diff (blocks of several rows read their rows without BLK_PTR), on the tree as copied
+      rm -rf /tmp/pad && mkdir -p /tmp/pad && tar -xf /tmp/walk_old.tar -C /tmp/pad \
+        && (cd /tmp/pad && git apply "$OLDPWD/dev/sparse_fusion/blk_pad.diff") && tar -cf /tmp/walk_pad.tar -C /tmp/pad tiers \
+        && git apply dev/sparse_fusion/walk_prefetch.diff || return 1
+      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 330 python3 dev/sparse_fusion/ab_commit.py \
+        /tmp/walk_old.tar,/tmp/walk_cap88.tar,/tmp/walk_pad.tar "$OUT/walk_prefetch_ab.json" \
+        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,\
+powerlaw:1000000:spic0_sptrsv:sparse_fusion 2>&1 \
         | tee "$OUT/walk_prefetch_ab.log" | cut -c1-400 | tail -6
       TIERS_POISON=1 timeout 120 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         -k "walk or breakdown_row or factor_executors_property or held_work" 2>&1 | tee "$OUT/walk_prefetch_tests.log" | tail -2
