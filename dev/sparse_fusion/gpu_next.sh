@@ -18,15 +18,15 @@
 # then lane_copy (the walked rows' copy one lane at a time, 128 entries a trip: slower, not kept; the
 # diff is figures/data/lane_copy_ab_h200_2026-12-06.diff); at 03:15 UTC on an H100, by hand, the A/B of
 # a walked row copying only its rewritten entries (not kept) and stamps.py on the power-law ILU(0)
-# (rew_copy_ab_h100_*, stamps_powerlaw_ilu_h100_*). A warm machine answers each call within
+# (rew_copy_ab_h100_*, stamps_powerlaw_ilu_h100_*); at 04:31 UTC on an H100, walk_prefetch (the walked ILU(0)
+# step's prefetch, the non-staged ILU(0) cap at 88 and padded blocks beside the package, on the power-law ILU(0) and
+# IC(0): none outside the package's own spread, none kept, the step removed; walk_prefetch_ab_h100_*, the diffs beside
+# it), then tests with the files of 1e45ff0 (1002 and 73). A warm machine answers each call within
 # seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh walk_prefetch  # a walked ILU(0) step's first trip of pairs read before its pivot's
-#                                                  # wait (walk_prefetch.diff, 2026-12-06; the hub chain's hop), beside
-#                                                  # the cap at 88 registers (the throughput phase's slots); not timed
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -82,25 +82,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    walk_prefetch)  # A/B of walk_prefetch.diff (not applied), GRID_REGISTERS' non-staged ILU(0) cap at 88, blk_pad.diff
-      # the tree as copied, not `git archive HEAD`: the device copy's git metadata has lagged its files
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/walk_old.tar -T - || return 1
-      rm -rf /tmp/cap88 && mkdir -p /tmp/cap88 && tar -xf /tmp/walk_old.tar -C /tmp/cap88 \
-        && sed -i 's/(rows.ILU, False): 112/(rows.ILU, False): 88/' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
-        && grep -q '(rows.ILU, False): 88' /tmp/cap88/tiers/t3_triton_fused/sparse_fusion.py \
-        && tar -cf /tmp/walk_cap88.tar -C /tmp/cap88 tiers || return 1
-      # alt2: blk_pad.diff (blocks of several rows read their rows without BLK_PTR), on the tree as copied
-      rm -rf /tmp/pad && mkdir -p /tmp/pad && tar -xf /tmp/walk_old.tar -C /tmp/pad \
-        && (cd /tmp/pad && git apply "$OLDPWD/dev/sparse_fusion/blk_pad.diff") && tar -cf /tmp/walk_pad.tar -C /tmp/pad tiers \
-        && git apply dev/sparse_fusion/walk_prefetch.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 330 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/walk_old.tar,/tmp/walk_cap88.tar,/tmp/walk_pad.tar "$OUT/walk_prefetch_ab.json" \
-        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,\
-powerlaw:1000000:spic0_sptrsv:sparse_fusion 2>&1 \
-        | tee "$OUT/walk_prefetch_ab.log" | cut -c1-400 | tail -6
-      TIERS_POISON=1 timeout 120 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
-        -k "walk or breakdown_row or factor_executors_property or held_work" 2>&1 | tee "$OUT/walk_prefetch_tests.log" | tail -2
-      git apply -R dev/sparse_fusion/walk_prefetch.diff ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \

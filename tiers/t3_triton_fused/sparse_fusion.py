@@ -965,7 +965,11 @@ figures/data/short_fetch_ab_h100_*, short_fetch_powerlaw_ab_h100_*; ms, off → 
 ILU(0) float64 1.602 → 1.463, IC(0) 1.465 → 1.352, ILU(0) float32 1.388 → 1.260; power-law
 IC(0) 0.641 → 0.594, ILU(0) (blocks of 8 rows: no ONE_ROW) 1.134 → 1.093. sm_90 (Triton 3.6)
 at the caps: 27-point ILU(0) 4 640 → 4 472 SASS instructions, IC(0) 5 504 → 5 384, none
-spilled."""
+spilled. One round more can go where blocks hold several rows (the power-law graph's 8): BLK_PTR,
+by a table of R rows a block. Tried on an H100 (2026-12-06, figures/data/blk_pad_ab_h100_*.diff,
+walk_prefetch_ab_h100_*; ms against the package twice): power-law ILU(0) 1.059 against 1.062 /
+1.083, float32 0.922 against 0.922 / 0.898, IC(0) 0.617 against 0.623 / 0.625: within the
+package's own spread, not kept."""
 
 
 def fetches_short(run) -> bool:
@@ -1042,7 +1046,10 @@ that does not (the power-law graph's; the 2D and 3D grids' where they run the va
 the lean rows) holds one copy of the unrolled steps, not a stage's two, and fits in 112 registers
 without spilling (compiled for sm_90 on the CPU: the power-law kernel 108 at 112, 110 at 128; the
 3D grid's 91 at 128), while the staged 27-point kernel spills at 112 (24 bytes) and keeps 128. The
-power-law kernel holds 18 programs an SM at either cap, so what it gains there is not occupancy."""
+power-law kernel holds 18 programs an SM at either cap, so what it gains there is not occupancy.
+Nor does more occupancy help it: at 88 (87 registers, none spilled, 23 programs an SM; H100,
+2026-12-06, figures/data/walk_prefetch_ab_h100_*, against the package twice) it took 1.088 ms
+against 1.062 / 1.083 in float64, 0.942 against 0.922 / 0.898 in float32."""
 
 
 def register_cap(tables, W, data) -> int:
