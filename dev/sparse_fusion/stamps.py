@@ -8,9 +8,10 @@ module, launches it on the package's own plan and buffers, and relates each bloc
 latest-finishing predecessor in the joint DAG. The copy is made by text substitution: when the
 package's kernels change, the anchors may need to follow (an AssertionError names the one).
 
-    python dev/sparse_fusion/stamps.py OUTDIR matrix:size:pair:schedule[:programs_per_sm],...
+    python dev/sparse_fusion/stamps.py OUTDIR matrix:size:pair:schedule[:programs_per_sm][:key=value...],...
 
-e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion. Without a GPU, `TRITON_INTERPRET=1 python
+e.g. poisson3d27:64:spilu0_sptrsv:sparse_fusion; key=value items are `prepare` keywords
+(powerlaw:1000000:spilu0_sptrsv:sparse_fusion:fuse_rows=true). Without a GPU, `TRITON_INTERPRET=1 python
 dev/sparse_fusion/stamps.py OUTDIR poisson3d27:5:spilu0_sptrsv:sparse_fusion` runs the same copy in
 Triton's interpreter with stand-ins for the timer and SM id (a block's program id): it checks the
 anchors, the launch and the analysis, and times nothing — what to run before spending GPU time
@@ -369,7 +370,8 @@ def main():
     for case in cases:
         parts = case.split(":")
         name, size, pair, kind = parts[0], int(parts[1]), parts[2], parts[3]
-        pps = int(parts[4]) if len(parts) > 4 else None
+        pps = next((int(p) for p in parts[4:] if "=" not in p), None)
+        given = dict(p.split("=", 1) for p in parts[4:] if "=" in p)     # prepare keywords, e.g. fuse_rows=true
         t0 = time.time()
         A = bench.make_matrix(name, size)
         mats = bench.operands(pair, A)
@@ -377,6 +379,7 @@ def main():
         v = torch.rand(A.shape[0], generator=gen, dtype=torch.float64).to(dev) + 0.5
         sched = fs.inspect(pair, *mats, kind=kind)
         kw = {} if pps is None else {"programs_per_sm": pps}
+        kw.update({k: {"true": True, "false": False}.get(x, int(x) if x.isdigit() else x) for k, x in given.items()})
         run = sf.prepare(pair, *mats, like=v, schedule=sched, executor="dataflow", **kw)
         refs = bench.reference(pair, mats, v.cpu().numpy())
         ok, err, msg = bench.check(run(v), refs, "float64")
