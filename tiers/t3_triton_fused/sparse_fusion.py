@@ -379,7 +379,13 @@ def fuses_rows(executor, pair, tables) -> bool:
     Tried, not kept (figures/data/ab_fuse_held_*, its .diff the code): fusing only the held rows,
     the walked hubs apart, with the walked rows' fused-solve code not compiled — 1.407 against
     1.295 apart, float32 1.166 against 1.073 (every row fused 1.743 / 1.427); so it is not the
-    hubs' own fused solves that lose, and apart stays."""
+    hubs' own fused solves that lose, and apart stays. Again on an H100 (2026-12-06, A/B in one
+    process, figures/data/fuse_walked_ab_h100_*): 1.487 ms fused against 1.019-1.030 apart, float32
+    1.200 against 0.863-0.899. Stamped the same day (figures/data/stamps_powerlaw_fuse_h100_*):
+    apart, the first 2 113 blocks claimed wait on the hub rows and blocks start at the throughput
+    phase's rate from about 190 µs; fused, the first 2 112 hold their slots until about 530-670 µs
+    (49 critical-path hops, 36 of them through blocks with walked rows, whose walk, copy and solve
+    take 15.6 µs at the median against 8.9 apart)."""
     if executor == "dataflow" and pair in dags.FACTOR_PAIRS and tables.walks:
         return False
     return FUSE_ROWS
