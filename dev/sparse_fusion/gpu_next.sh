@@ -86,15 +86,16 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    walk_alone)   # A/B of walk_alone.diff, the rewritten-only copy (figures/data/rew_copy_ab_h100_*.diff) and both
+    walk_alone)   # A/B of walk_alone.diff, the rewritten-only copy (rew_copy.diff: figures/data/rew_copy_ab_h100_*.diff
+                  # with its tables in plans with waits too) and both
       find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/wa_old.tar -T - || return 1
       for v in alone rew; do
         rm -rf /tmp/wa_$v && mkdir -p /tmp/wa_$v && tar -xf /tmp/wa_old.tar -C /tmp/wa_$v || return 1
       done
       (cd /tmp/wa_alone && git apply "$OLDPWD/dev/sparse_fusion/walk_alone.diff") \
-        && (cd /tmp/wa_rew && git apply "$OLDPWD/figures/data/rew_copy_ab_h100_2026-12-06.diff") \
+        && (cd /tmp/wa_rew && git apply "$OLDPWD/dev/sparse_fusion/rew_copy.diff") \
         && tar -cf /tmp/wa_alone.tar -C /tmp/wa_alone tiers && tar -cf /tmp/wa_rew.tar -C /tmp/wa_rew tiers \
-        && git apply dev/sparse_fusion/walk_alone.diff figures/data/rew_copy_ab_h100_2026-12-06.diff || return 1
+        && git apply dev/sparse_fusion/walk_alone.diff dev/sparse_fusion/rew_copy.diff || return 1
       PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 240 python3 dev/sparse_fusion/ab_commit.py \
         /tmp/wa_old.tar,/tmp/wa_alone.tar,/tmp/wa_rew.tar "$OUT/walk_alone_ab.json" \
         powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
@@ -104,7 +105,7 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
         | tail -2
       timeout 120 python3 dev/sparse_fusion/stamps.py "$OUT/stamps_walk_alone" \
         powerlaw:1000000:spilu0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/stamps_walk_alone.log" | cut -c1-300 | tail -2
-      git apply -R dev/sparse_fusion/walk_alone.diff figures/data/rew_copy_ab_h100_2026-12-06.diff ;;
+      git apply -R dev/sparse_fusion/walk_alone.diff dev/sparse_fusion/rew_copy.diff ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
