@@ -1055,7 +1055,10 @@ without spilling (compiled for sm_90 on the CPU: the power-law kernel 108 at 112
 power-law kernel holds 18 programs an SM at either cap, so what it gains there is not occupancy.
 Nor does more occupancy help it: at 88 (87 registers, none spilled, 23 programs an SM; H100,
 2026-12-06, figures/data/walk_prefetch_ab_h100_*, against the package twice) it took 1.088 ms
-against 1.062 / 1.083 in float64, 0.942 against 0.922 / 0.898 in float32."""
+against 1.062 / 1.083 in float64, 0.942 against 0.922 / 0.898 in float32. Its stamps of that day
+(figures/data/stamps_powerlaw_fuse_h100_*, the package's case) put 1 717–2 095 programs in flight
+at a time, 13–16 an SM of the 18 that fit: with one program a block a slot may stand empty
+between one program's end and the next one's start, and a cap does not change that."""
 
 
 def register_cap(tables, W, data) -> int:
