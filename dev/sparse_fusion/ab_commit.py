@@ -86,10 +86,15 @@ def parse_options(text):
             elif key == "sums":
                 sets[key] = int(value)
             else:
-                kw[key] = (int(value) if value.lstrip("-").isdigit() else
-                           {"true": True, "false": False}.get(value, value))
+                kw[key] = option_value(value)
         variants[label] = (kw, sets)
     return variants
+
+
+def option_value(text):
+    """A `prepare` keyword's value as written in an option: an integer or true / false where it
+    parses, else the text (parse_options'; stamps.py's key=value items)."""
+    return int(text) if text.lstrip("-").isdigit() else {"true": True, "false": False}.get(text, text)
 
 
 def operands_and_vectors(case, dev):

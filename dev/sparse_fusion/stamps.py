@@ -45,6 +45,7 @@ import time
 import numpy as np
 import torch
 
+from ab_commit import option_value
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.kernels import sparse_rows as rows
@@ -273,6 +274,19 @@ def block_edges(run, sched, mats):
     return dag.n1, level, u[keep], w[keep], bu[keep], bw[keep], blk_of
 
 
+def walked_rows(run, n):
+    """Over the joint DAG's n iterations, the factor rows that walk in memory (RowTables.walked)."""
+    walked = np.zeros(n, dtype=bool)
+    walked[:run.tables.n1] = run.tables.walked
+    return walked
+
+
+def done_at(T, u, bu, n1, walked):
+    """When iteration u (in block bu) is there for the rows that read it: a held factor row at its
+    block's T4, a walked one (its steps and copy after T4, factor_rows) and a solve row at T5."""
+    return np.where((u < n1) & ~walked[u], T[bu, 4], T[bu, 5])
+
+
 def analyze(run, sched, mats, clk, programs):
     blocks = run.plan[0]
     T = clk.cpu().numpy().reshape(blocks, 8).astype(np.int64)
@@ -280,7 +294,8 @@ def analyze(run, sched, mats, clk, programs):
     T = T[:, :6]
     T = T - T[:, 0].min()
     n1, level, u, _, bu, bw, blk_of = block_edges(run, sched, mats)
-    done_u = np.where(u < n1, T[bu, 4], T[bu, 5])
+    walked = walked_rows(run, len(blk_of))
+    done_u = done_at(T, u, bu, n1, walked)
     pred_done, argpred = latest_producers(blocks, bw, bu, done_u)
     has = argpred >= 0
     res = {"blocks": int(blocks), "programs": int(programs), "depth": int(level.max() + 1),
@@ -334,7 +349,7 @@ def analyze(run, sched, mats, clk, programs):
     # rows' store) apart, and their share of the critical path, to tell whether the walks set the span
     placed = blk_of >= 0
     wb = np.zeros(blocks, dtype=bool)
-    wb[blk_of[:n1][np.asarray(run.tables.walked, dtype=bool) & placed[:n1]]] = True
+    wb[blk_of[walked & placed]] = True
     on_path = wb[ph]
     res["walked"] = {
         "blocks": int(wb.sum()),
@@ -379,7 +394,7 @@ def main():
         v = torch.rand(A.shape[0], generator=gen, dtype=torch.float64).to(dev) + 0.5
         sched = fs.inspect(pair, *mats, kind=kind)
         kw = {} if pps is None else {"programs_per_sm": pps}
-        kw.update({k: {"true": True, "false": False}.get(x, int(x) if x.isdigit() else x) for k, x in given.items()})
+        kw.update({k: option_value(x) for k, x in given.items()})
         run = sf.prepare(pair, *mats, like=v, schedule=sched, executor="dataflow", **kw)
         refs = bench.reference(pair, mats, v.cpu().numpy())
         ok, err, msg = bench.check(run(v), refs, "float64")

@@ -503,10 +503,12 @@ def factor_rows(v, ok, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, VAL,
     rows the kernel spilled at its cap of 112 registers: 88 and 1 256 bytes of stack, against
     none. One lane at a time, 128 entries a trip, spilled nothing and still lost (H200,
     lane_copy_ab_*: 0.99 → 1.11 ms), and so did copying only the entries the row's steps rewrite
-    (the largest hub's 39, not 3 034; H100, rew_copy_ab_*: 1.00 → 1.01 ms). Stamped, the copy is
-    off the critical path: what sets the start of that ILU(0) is the chain of hub rows, each about
-    4.6 µs after the one before, in the steps' dependent loads (docs/sparse_fusion_log.md,
-    2026-12-06)."""
+    (the largest hub's 39, not 3 034; H100, rew_copy_ab_*: 1.00 → 1.01 ms). Stamped (H100,
+    2026-12-06, docs/sparse_fusion_log.md), the copy does hold the hub chain: with it, hub row 1's
+    block (2 585 entries) is done at 129 µs and hub rows 0–12 at 192 µs
+    (stamps_powerlaw_fuse_h100_*); without it, at 58.5 µs, about 4.6 µs a hop
+    (stamps_powerlaw_ilu_h100_*). The chain then goes on through blocks of walked hub rows, and the
+    slots stay full of blocks waiting on it, which may be why the kernel was no faster."""
     start = tl.load(ENT_PTR + v, mask=ok, other=0)
     end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
     if DATA:
