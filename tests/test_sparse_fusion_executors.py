@@ -2421,6 +2421,25 @@ def test_walked_hub_rows(fuse):
 
 
 @pytest.mark.parametrize("fuse", [False, True])
+def test_walked_rows_take_blocks_of_their_own(fuse):
+    """Where blocks hold several rows, each walked factor row gets a block of its own (WALK_ALONE:
+    its walk then waits for no held row's operands), the held rows still share theirs, and the
+    factor and solve are t0's."""
+    pair = "spilu0_sptrsv"
+    mats = operands(pair, _hub_walks(261, 5))
+    b = np.random.default_rng(17).standard_normal(mats[0].shape[0])
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False, block_rows=4)
+    ptr, seq = (run.plan[1][k].cpu().numpy() for k in ("blk_ptr", "blk_iter"))
+    size = np.diff(ptr)[np.searchsorted(ptr, np.arange(len(seq)), side="right") - 1]
+    walked = np.isin(seq, np.flatnonzero(run.tables.walked))
+    assert walked.sum() == run.tables.walked.sum() > 0
+    assert (size[walked] == 1).all() and (size[~walked] > 1).any()
+    _check(run(v), _reference(pair, mats, b, "float64", ("hub_walks_alone", fuse)), pair, mats, "float64",
+           f"walked rows alone, fuse={fuse}")
+
+
+@pytest.mark.parametrize("fuse", [False, True])
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 def test_long_walked_rows(pair, fuse):
     """A walked row copies its finished entries to VAL in trips of CHUNK (factor_rows' DATA mode),

@@ -21,16 +21,16 @@
 # (rew_copy_ab_h100_*, stamps_powerlaw_ilu_h100_*); at 04:31 UTC on an H100, walk_prefetch (the walked ILU(0)
 # step's prefetch, the non-staged ILU(0) cap at 88 and padded blocks beside the package, on the power-law ILU(0) and
 # IC(0): none outside the package's own spread, none kept, the step removed; walk_prefetch_ab_h100_*, the diffs beside
-# it), then tests with the files of 1e45ff0 (1002 and 73). A warm machine answers each call within
+# it), then tests with the files of 1e45ff0 (1002 and 73); at 05:55 UTC on an H100, walk_alone (walked factor rows in
+# blocks of their own: kept as WALK_ALONE; the rewritten-only copy beside it not kept; the step removed), tests with
+# a0dde30 and both diffs (1002 and 73), cli powerlaw spilu0_sptrsv twice (calls naming nvidia-h200 that got H100s),
+# and by hand two more A/Bs (alone_both_ab_h100_*, walk_alone_r_ab_h100_*). A warm machine answers each call within
 # seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh walk_alone    # walked factor rows in blocks of their own (walk_alone.diff)
-#                                                  # beside the rewritten-only copy and both, on the power-law
-#                                                  # ILU(0); stamps of both together; prepared 2026-12-06, not
-#                                                  # timed (about 330 s)
+#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on an H200, for the table's row with WALK_ALONE
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -86,26 +86,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    walk_alone)   # A/B of walk_alone.diff, the rewritten-only copy (rew_copy.diff: figures/data/rew_copy_ab_h100_*.diff
-                  # with its tables in plans with waits too) and both
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/wa_old.tar -T - || return 1
-      for v in alone rew; do
-        rm -rf /tmp/wa_$v && mkdir -p /tmp/wa_$v && tar -xf /tmp/wa_old.tar -C /tmp/wa_$v || return 1
-      done
-      (cd /tmp/wa_alone && git apply "$OLDPWD/dev/sparse_fusion/walk_alone.diff") \
-        && (cd /tmp/wa_rew && git apply "$OLDPWD/dev/sparse_fusion/rew_copy.diff") \
-        && tar -cf /tmp/wa_alone.tar -C /tmp/wa_alone tiers && tar -cf /tmp/wa_rew.tar -C /tmp/wa_rew tiers \
-        && git apply dev/sparse_fusion/walk_alone.diff dev/sparse_fusion/rew_copy.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 240 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/wa_old.tar,/tmp/wa_alone.tar,/tmp/wa_rew.tar "$OUT/walk_alone_ab.json" \
-        powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
-        | tee "$OUT/walk_alone_ab.log" | cut -c1-400 | tail -4
-      TIERS_POISON=1 timeout 120 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
-        -k "walk or breakdown_row or factor_executors_property or held_work" 2>&1 | tee "$OUT/walk_alone_tests.log" \
-        | tail -2
-      timeout 120 python3 dev/sparse_fusion/stamps.py "$OUT/stamps_walk_alone" \
-        powerlaw:1000000:spilu0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/stamps_walk_alone.log" | cut -c1-300 | tail -2
-      git apply -R dev/sparse_fusion/walk_alone.diff dev/sparse_fusion/rew_copy.diff ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \

@@ -818,6 +818,22 @@ schedule's order twice): power-law graph, 1M nodes, IC(0) 0.677 / 0.753, 0.758, 
 The vector pairs on the flag executor, which executor=None never picks, take it too, unmeasured."""
 
 
+WALK_ALONE = True
+"""Whether _syncfree_plan gives each walked factor row (RowTables.walked) a block of its own where
+blocks hold several rows. A block's walked rows start only once its held rows' operands are in
+(held_finish runs first): on the power-law ILU(0) (1M nodes, blocks of 8) 478 of the 492 blocks
+holding walked rows held held rows too, and stamps put a hop of about 10 µs between blocks of
+walked hub rows on the DAG's levels 13-25 (figures/data/stamps_powerlaw_ilu_h100_2026-12-06.*).
+Alone, a walked row waits only for what its own steps read; the plan has 250 969 blocks instead
+of 250 027. Among the benchmark's factor pairs only that ILU(0) walks. Measured on an H100
+(2026-12-06, A/B in one process, 5 rotated rounds, outputs checked; ms, without / with, three
+calls): float64 1.044 / 0.903, 1.069-1.081 / 0.903, 1.012-1.023 / 0.870; float32 0.905-0.952 /
+0.831, 0.878-0.909 / 0.778, 0.873-0.883 / 0.745 (figures/data/walk_alone_ab_h100_*,
+alone_both_ab_h100_*, walk_alone_r_ab_h100_*; R = 4 and 16 slower with it, striding programs
+too). The copy of only a walked row's rewritten entries beside it gave 0.893 / 0.818, 0.902 /
+0.755: within the runs' spread, not kept (walk_alone_ab_h100_2026-12-06_rew_copy.diff)."""
+
+
 def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True, short=False):
     """(blocks, the block tables on the device, fused rows, whether held rows take their steps in
     two stages): ticket_blocks with ties PLAN_TIES, with the rows the schedule fuses (fused_rows)
@@ -832,10 +848,14 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     the 27-point grid's ILU(0) prepare."""
     fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
     fused = fuse is not None and bool((fuse >= 0).any())
+    alone = None
+    if WALK_ALONE and tables.walks and R > 1:
+        alone = np.zeros(schedule.n1 + schedule.n2, dtype=bool)
+        alone[:tables.n1] = tables.walked
     if waits:
-        blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
+        blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, alone, ties=PLAN_TIES)
     else:
-        blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, fused, ties=PLAN_TIES)
+        blk_ptr, seq = ticket_cut(schedule, mats, R, tickets, fused, alone, ties=PLAN_TIES)
         dep_ptr = dep_blk = np.zeros(1, dtype=np.int64)     # never read: nothing to upload but a stand-in
     late, staged = np.zeros(1, dtype=np.int32), False
     W = tables.held(R)[0]
