@@ -1078,7 +1078,12 @@ Nor does more occupancy help it: at 88 (87 registers, none spilled, 23 programs 
 against 1.062 / 1.083 in float64, 0.942 against 0.922 / 0.898 in float32. Its stamps of that day
 (figures/data/stamps_powerlaw_fuse_h100_*, the package's case) put 1 717–2 095 programs in flight
 at a time, 13–16 an SM of the 18 that fit: with one program a block a slot may stand empty
-between one program's end and the next one's start, and a cap does not change that."""
+between one program's end and the next one's start, and a cap does not change that. With walked
+rows in blocks of their own (WALK_ALONE) its stamps put 2 192–2 529 programs in flight, about 17–19
+an SM (figures/data/stamps_walk_alone_h100_*), and the caps were timed again (H100, 2026-12-06,
+figures/data/cap_walk_ab_h100_*; compiled that day at 1M nodes, float64 96 registers at 112, 87
+at 88, 80 at 80 with 40 bytes spilled): float64 0.863–0.868 ms at 112 against 0.894 at 88 and
+0.878 at 80, float32 0.739–0.786 against 0.744 / 0.751. 112 stays."""
 
 
 def register_cap(tables, W, data) -> int:
