@@ -341,7 +341,13 @@ ms, one program per block against striding at 4 / 8 / 16 an SM): 27-point ILU(0)
 as graphs (replays_graph); with replays_graph patched so that they are (a second process,
 figures/data/flag_stride_graphed_ab_*, one program per block against 12 / 16 an SM): 27-point
 ILU(0) 1.781 against 2.150 / 2.098, IC(0) 1.762 against 1.954 / 1.848, power-law ILU(0) 1.102
-against 1.251 / 1.115, IC(0) 0.601 against 0.814 / 0.686."""
+against 1.251 / 1.115, IC(0) 0.601 against 0.814 / 0.686. Again with walked rows in blocks of
+their own (WALK_ALONE), whose stamps fill the SMs' slots (H100, 2026-12-06, A/B in one process,
+figures/data/counter_ab_h100_*), power-law ILU(0) one program per block 0.866–0.877 ms against
+persistent programs taking tickets from the counter at 12 / 21 an SM 1.173 / 0.995 (replays_graph
+patched so that their calls replay graphs too) and 0.987 at 21 not replayed; float32 0.747–0.770
+against 0.906 / 0.821 / 0.808; IC(0) 0.599–0.603 against 0.769 / 0.618 / 0.653. So launching a
+program a block is not what bounds these kernels' rate."""
 FUSE_ROWS = True
 """The flag executor's default for fuse_rows (fused_rows): run a factor pair's solve row in the
 program of its factor row wherever the schedule puts the two in one partition. Measured on the
