@@ -30,6 +30,8 @@
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh blk_pad       # padded blocks again, now that the power-law factor pairs
+#                                                  # are slot-bound (about 200 s)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on an H200, for the table's row with WALK_ALONE
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
@@ -42,6 +44,12 @@ set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tiers_out}
 mkdir -p "$OUT"
+
+variant() {  # variant NAME DIFF: /tmp/NAME.tar, the copied tiers/ with DIFF's tiers/ hunks applied, for ab_commit.py
+  rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
+    && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
+    && (cd "/tmp/$1" && git apply --include="tiers/*" "$OLDPWD/$2") && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
+}
 
 step() {    # one step: its name, then (cli) the matrix and the pairs
   {
@@ -86,6 +94,16 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
+    blk_pad)      # A/B of blk_pad.diff (a block of several rows reads them from a padded table, R a block: one
+                  # dependent load fewer); within the spread on 2026-12-06 before WALK_ALONE, when the power-law
+                  # ILU(0) was bound by its hub chain; since, both power-law factor pairs are bound by how long a
+                  # block holds its slot (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*)
+      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/bp_pkg.tar -T - \
+        && variant bp dev/sparse_fusion/blk_pad.diff || return 1
+      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
+        /tmp/bp_pkg.tar,/tmp/bp.tar "$OUT/blk_pad_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
+powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
+powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32 2>&1 | tee "$OUT/blk_pad_ab.log" | cut -c1-400 | tail -4 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
