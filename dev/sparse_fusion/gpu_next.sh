@@ -97,7 +97,9 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
     blk_pad)      # A/B of blk_pad.diff (a block of several rows reads them from a padded table, R a block: one
                   # dependent load fewer); within the spread on 2026-12-06 before WALK_ALONE, when the power-law
                   # ILU(0) was bound by its hub chain; since, both power-law factor pairs are bound by how long a
-                  # block holds its slot (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*)
+                  # block holds its slot (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*). Checked on the CPU
+                  # with c1c24db: the five sparse-fusion modules pass under the interpreter (1 479); compiled for
+                  # sm_90 at 1M nodes, ILU(0) 91 registers (package 96), float32 96 (96), IC(0) 96 (96), none spilled
       find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/bp_pkg.tar -T - \
         && variant bp dev/sparse_fusion/blk_pad.diff || return 1
       PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
