@@ -30,8 +30,8 @@
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh blk_pad       # padded blocks again, now that the power-law factor pairs
-#                                                  # are slot-bound (about 200 s)
+#   bash dev/sparse_fusion/gpu_next.sh blk_pad       # padded blocks again, and the ILU(0)'s solve rows fused,
+#                                                  # now that the power-law factor pairs are slot-bound (~250 s)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on an H200, for the table's row with WALK_ALONE
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
@@ -99,13 +99,16 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
                   # ILU(0) was bound by its hub chain; since, both power-law factor pairs are bound by how long a
                   # block holds its slot (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*). Checked on the CPU
                   # with c1c24db: the five sparse-fusion modules pass under the interpreter (1 479); compiled for
-                  # sm_90 at 1M nodes, ILU(0) 91 registers (package 96), float32 96 (96), IC(0) 96 (96), none spilled
+                  # sm_90 at 1M nodes, ILU(0) 91 registers (package 96), float32 96 (96), IC(0) 96 (96), none spilled.
+                  # Runner "fused": the package with the ILU(0)'s solve rows fused (fuses_rows keeps them apart where
+                  # rows walk: 1.487 against 1.02-1.03 ms before WALK_ALONE); on the IC(0), fused already, a 4th copy
       find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/bp_pkg.tar -T - \
         && variant bp dev/sparse_fusion/blk_pad.diff || return 1
       PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
         /tmp/bp_pkg.tar,/tmp/bp.tar "$OUT/blk_pad_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
 powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32 2>&1 | tee "$OUT/blk_pad_ab.log" | cut -c1-400 | tail -4 ;;
+powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32 "fused=fuse_rows:true" 2>&1 | tee "$OUT/blk_pad_ab.log" \
+        | cut -c1-400 | tail -4 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
