@@ -30,8 +30,9 @@
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh blk_pad       # padded blocks again, and the ILU(0)'s solve rows fused,
-#                                                  # now that the power-law factor pairs are slot-bound (~250 s)
+#   bash dev/sparse_fusion/gpu_next.sh slot_time     # padded blocks again, blocks without tickets and the ILU(0)'s
+#                                                  # solve rows fused, now that the power-law factor pairs are
+#                                                  # slot-bound (about 300 s)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on an H200, for the table's row with WALK_ALONE
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
@@ -94,21 +95,24 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    blk_pad)      # A/B of blk_pad.diff (a block of several rows reads them from a padded table, R a block: one
-                  # dependent load fewer); within the spread on 2026-12-06 before WALK_ALONE, when the power-law
-                  # ILU(0) was bound by its hub chain; since, both power-law factor pairs are bound by how long a
-                  # block holds its slot (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*). Checked on the CPU
-                  # with c1c24db: the five sparse-fusion modules pass under the interpreter (1 479); compiled for
-                  # sm_90 at 1M nodes, ILU(0) 91 registers (package 96), float32 96 (96), IC(0) 96 (96), none spilled.
-                  # Runner "fused": the package with the ILU(0)'s solve rows fused (fuses_rows keeps them apart where
-                  # rows walk: 1.487 against 1.02-1.03 ms before WALK_ALONE); on the IC(0), fused already, a 4th copy
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/bp_pkg.tar -T - \
-        && variant bp dev/sparse_fusion/blk_pad.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 300 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/bp_pkg.tar,/tmp/bp.tar "$OUT/blk_pad_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32 "fused=fuse_rows:true" 2>&1 | tee "$OUT/blk_pad_ab.log" \
-        | cut -c1-400 | tail -4 ;;
+    slot_time)    # the power-law factor pairs are bound by how long a block holds its slot since WALK_ALONE
+                  # (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*): A/B of what may shorten that.
+                  # alt1, blk_pad.diff: a block of several rows reads them from a padded table, R a block (one
+                  # dependent load fewer; within the spread on 2026-12-06 before WALK_ALONE). alt2, in_order.diff:
+                  # block t in program t, no ticket (relies on the GPU starting programs in index order, which
+                  # CUDA does not promise; a hang would cost the step's timeout). Runner "fused": the ILU(0)'s
+                  # solve rows fused (apart where rows walk, fuses_rows: 1.487 against 1.02-1.03 ms before
+                  # WALK_ALONE); on the IC(0), fused already, a 4th copy of the package. Checked on the CPU
+                  # with c1c24db: under the interpreter the five sparse-fusion modules pass with blk_pad.diff
+                  # (1 479) and four with in_order.diff (1 437: all but the bands module, stamps.py's test among
+                  # them); compiled for sm_90 at 1M nodes, none spilled: blk_pad ILU(0) 91 registers (package 96),
+                  # float32 96 (96), IC(0) 96 (96); in_order ILU(0) 98 (19 programs an SM where 96 hold 21), IC(0) 96
+      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/st_pkg.tar -T - \
+        && variant bp dev/sparse_fusion/blk_pad.diff && variant io dev/sparse_fusion/in_order.diff || return 1
+      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 330 python3 dev/sparse_fusion/ab_commit.py \
+        /tmp/st_pkg.tar,/tmp/bp.tar,/tmp/io.tar "$OUT/slot_time_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
+powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
+        "fused=fuse_rows:true" 2>&1 | tee "$OUT/slot_time_ab.log" | cut -c1-400 | tail -4 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
