@@ -836,8 +836,9 @@ of 250 027. Among the benchmark's factor pairs only that ILU(0) walks. Measured 
 calls): float64 1.044 / 0.903, 1.069-1.081 / 0.903, 1.012-1.023 / 0.870; float32 0.905-0.952 /
 0.831, 0.878-0.909 / 0.778, 0.873-0.883 / 0.745 (figures/data/walk_alone_ab_h100_*,
 alone_both_ab_h100_*, walk_alone_r_ab_h100_*; R = 4 and 16 slower with it, striding programs
-too). The copy of only a walked row's rewritten entries beside it gave 0.893 / 0.818, 0.902 /
-0.755: within the runs' spread, not kept (walk_alone_ab_h100_2026-12-06_rew_copy.diff)."""
+too). With the copy of only a walked row's rewritten entries beside it: float64 / float32 0.893 /
+0.818 in the first call, 0.902 / 0.755 in the second, within the runs' spread; not kept
+(walk_alone_ab_h100_2026-12-06_rew_copy.diff)."""
 
 
 def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=True, short=False):
@@ -1087,8 +1088,9 @@ at a time, 13–16 an SM of the 18 that fit: with one program a block a slot may
 between one program's end and the next one's start, and a cap does not change that. With walked
 rows in blocks of their own (WALK_ALONE) its stamps put 2 192–2 529 programs in flight, about 17–19
 an SM (figures/data/stamps_walk_alone_h100_*), and the caps were timed again (H100, 2026-12-06,
-figures/data/cap_walk_ab_h100_*; compiled that day at 1M nodes, float64 96 registers at 112, 87
-at 88, 80 at 80 with 40 bytes spilled): float64 0.863–0.868 ms at 112 against 0.894 at 88 and
+figures/data/cap_walk_ab_h100_*; compiled that day at 1M nodes, float64 96 registers at 112 — 21
+programs an SM, not the 18 of the code first compiled above — 87 at 88, 80 at 80 with 40 bytes
+spilled): float64 0.863–0.868 ms at 112 against 0.894 at 88 and
 0.878 at 80, float32 0.739–0.786 against 0.744 / 0.751. 112 stays."""
 
 
