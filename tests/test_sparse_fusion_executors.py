@@ -2396,15 +2396,17 @@ def _hub_walks(n, seed):
     return sp.csr_matrix(A)
 
 
-def _walked_dataflow_is_t0s(pair, mats, fuse, seed, key):
-    """The dataflow executor (values as flags, walked rows) on mats against t0, fused or apart."""
+def _walked_dataflow_is_t0s(pair, mats, fuse, seed, key, **options):
+    """The dataflow executor (values as flags, walked rows) on mats against t0, fused or apart,
+    with `options` to prepare; returns the prepared run."""
     n = mats[0].shape[0]
     b = np.random.default_rng(seed).standard_normal(n)
     ref = _reference(pair, mats, b, "float64", (key, pair))
     v = _vector(b, "float64")
-    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False)
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False, **options)
     assert run.data
     _check(run(v), ref, pair, mats, "float64", f"{key}, fuse={fuse}")
+    return run
 
 
 @pytest.mark.parametrize("fuse", [False, True])
@@ -2427,16 +2429,12 @@ def test_walked_rows_take_blocks_of_their_own(fuse):
     factor and solve are t0's."""
     pair = "spilu0_sptrsv"
     mats = operands(pair, _hub_walks(261, 5))
-    b = np.random.default_rng(17).standard_normal(mats[0].shape[0])
-    v = _vector(b, "float64")
-    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False, block_rows=4)
+    run = _walked_dataflow_is_t0s(pair, mats, fuse, 17, "hub_walks_alone", block_rows=4)
     ptr, seq = (run.plan[1][k].cpu().numpy() for k in ("blk_ptr", "blk_iter"))
     size = np.diff(ptr)[np.searchsorted(ptr, np.arange(len(seq)), side="right") - 1]
-    walked = np.isin(seq, np.flatnonzero(run.tables.walked))
+    walked = run.tables.walked_iterations[seq]
     assert walked.sum() == run.tables.walked.sum() > 0
     assert (size[walked] == 1).all() and (size[~walked] > 1).any()
-    _check(run(v), _reference(pair, mats, b, "float64", ("hub_walks_alone", fuse)), pair, mats, "float64",
-           f"walked rows alone, fuse={fuse}")
 
 
 @pytest.mark.parametrize("fuse", [False, True])

@@ -40,9 +40,9 @@ def split(key, T):
                      executor="dataflow")
     blocks = run.plan[0]
     assert T.shape[0] == blocks, f"{key}: {T.shape[0]} stamped blocks, the plan has {blocks}"
-    n1, _, u, w, bu, bw, blk_of = st.block_edges(run, sched, mats)
+    n1, _, u, w, bu, bw, _ = st.block_edges(run, sched, mats)
     keep = (u < n1) & (w < n1)                      # a factor row's dependences on factor rows
-    done = st.done_at(T, u, bu, n1, st.walked_rows(run, len(blk_of)))[keep]
+    done = st.done_at(T, u, bu, n1, run.tables.walked_iterations)[keep]
     f_done, _ = st.latest_producers(blocks, bw[keep], bu[keep], done)
     h = f_done >= 0
     lead, hop, own = f_done[h] - T[h, 2], T[h, 3] - f_done[h], T[h, 3] - T[h, 2]

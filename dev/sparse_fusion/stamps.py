@@ -274,13 +274,6 @@ def block_edges(run, sched, mats):
     return dag.n1, level, u[keep], w[keep], bu[keep], bw[keep], blk_of
 
 
-def walked_rows(run, n):
-    """Over the joint DAG's n iterations, the factor rows that walk in memory (RowTables.walked)."""
-    walked = np.zeros(n, dtype=bool)
-    walked[:run.tables.n1] = run.tables.walked
-    return walked
-
-
 def done_at(T, u, bu, n1, walked):
     """When iteration u (in block bu) is there for the rows that read it: a held factor row at its
     block's T4, a walked one (its steps and copy after T4, factor_rows) and a solve row at T5."""
@@ -294,7 +287,7 @@ def analyze(run, sched, mats, clk, programs):
     T = T[:, :6]
     T = T - T[:, 0].min()
     n1, level, u, _, bu, bw, blk_of = block_edges(run, sched, mats)
-    walked = walked_rows(run, len(blk_of))
+    walked = run.tables.walked_iterations
     done_u = done_at(T, u, bu, n1, walked)
     pred_done, argpred = latest_producers(blocks, bw, bu, done_u)
     has = argpred >= 0

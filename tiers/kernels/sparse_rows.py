@@ -1092,6 +1092,14 @@ class RowTables:
         return steps & (self.hold_len == 0) if self.factor and self.held_shape[0] else steps & bool(self.factor)
 
     @functools.cached_property
+    def walked_iterations(self) -> np.ndarray:
+        """walked over the joint iterations (n1 + n2; kernel 2's rows never walk): the rows t3's
+        plan gives blocks of their own (WALK_ALONE), by the iteration ids its blocks hold."""
+        out = np.zeros(self.n1 + self.n2, dtype=bool)
+        out[:self.n1] = self.walked
+        return out
+
+    @functools.cached_property
     def walks(self) -> bool:
         """Whether some factor rows walk beside held ones (walked): the kernels' WALK."""
         return bool(self.held_shape[0]) and bool(self.walked.any())

@@ -855,10 +855,7 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     the 27-point grid's ILU(0) prepare."""
     fuse = fused_rows(schedule, mats) if fuse_rows and tickets != "schedule" else None
     fused = fuse is not None and bool((fuse >= 0).any())
-    alone = None
-    if WALK_ALONE and tables.walks and R > 1:
-        alone = np.zeros(schedule.n1 + schedule.n2, dtype=bool)
-        alone[:tables.n1] = tables.walked
+    alone = tables.walked_iterations if WALK_ALONE and tables.walks and R > 1 else None
     if waits:
         blk_ptr, seq, dep_ptr, dep_blk = ticket_blocks(schedule, mats, R, tickets, fused, alone, ties=PLAN_TIES)
     else:
@@ -1002,7 +999,9 @@ spilled. One round more can go where blocks hold several rows (the power-law gra
 by a table of R rows a block. Tried on an H100 (2026-12-06, figures/data/blk_pad_ab_h100_*.diff,
 walk_prefetch_ab_h100_*; ms against the package twice): power-law ILU(0) 1.059 against 1.062 /
 1.083, float32 0.922 against 0.922 / 0.898, IC(0) 0.617 against 0.623 / 0.625: within the
-package's own spread, not kept."""
+package's own spread, not kept. That was before WALK_ALONE, when the ILU(0) waited on its hub
+chain; since, both power-law factor pairs are bound by how long a block holds its slot, and the
+diff is to be timed again (dev/sparse_fusion/blk_pad.diff, gpu_next.sh slot_time)."""
 
 
 def fetches_short(run) -> bool:
@@ -1090,8 +1089,8 @@ rows in blocks of their own (WALK_ALONE) its stamps put 2 192–2 529 programs i
 an SM (figures/data/stamps_walk_alone_h100_*), and the caps were timed again (H100, 2026-12-06,
 figures/data/cap_walk_ab_h100_*; compiled that day at 1M nodes, float64 96 registers at 112 — 21
 programs an SM, not the 18 of the code first compiled above — 87 at 88, 80 at 80 with 40 bytes
-spilled): float64 0.863–0.868 ms at 112 against 0.894 at 88 and
-0.878 at 80, float32 0.739–0.786 against 0.744 / 0.751. 112 stays."""
+spilled): float64 0.863–0.868 ms at 112 against 0.894 at 88 and 0.878 at 80, float32 0.739–0.786
+against 0.744 / 0.751. 112 stays."""
 
 
 def register_cap(tables, W, data) -> int:
