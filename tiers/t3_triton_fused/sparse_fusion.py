@@ -848,7 +848,7 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps); with
     `short` (FETCH_SHORT) and held rows, the table of fetches_short: `u0`, each factor step's
     first pair (HOLD_LEN, which it also reads earlier, covers every row on the device anyway:
-    sparse_rows.device_tables).
+    sparse_rows.device_tables), and for blocks of more than one row `blk_pad` (padded_blocks).
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
@@ -876,6 +876,8 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     if short and W:
         ne = int(tables.ent_ptr[tables.n1])
         host["u0"] = np.asarray(tables.upd_ptr, dtype=np.int32)[tables.ent_val[:ne]] if ne else np.zeros(1, np.int32)
+        if R > 1 and (len(blk_ptr) - 1) * R < 2 ** 31:
+            host["blk_pad"] = padded_blocks(blk_ptr, seq, R)
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -1001,7 +1003,24 @@ walk_prefetch_ab_h100_*; ms against the package twice): power-law ILU(0) 1.059 a
 1.083, float32 0.922 against 0.922 / 0.898, IC(0) 0.617 against 0.623 / 0.625: within the
 package's own spread, not kept. That was before WALK_ALONE, when the ILU(0) waited on its hub
 chain; since, both power-law factor pairs are bound by how long a block holds its slot, and the
-diff is to be timed again (dev/sparse_fusion/blk_pad.diff, gpu_next.sh slot_time)."""
+same diff, timed again, won there and is on (BLK_PAD, padded_blocks; H100, 2026-12-06, one process,
+5 rotated rounds, figures/data/slot_time_ab_h100_*, blk_pad_grids_ab_h100_*; ms, package three
+times against padded): power-law ILU(0) float64 0.878 / 0.880 / 0.880 → 0.850, IC(0) 0.601 /
+0.602 / 0.598 → 0.589; within the spread on the power-law float32 ILU(0) 0.780 / 0.752 / 0.754 →
+0.754 and IC(0) 0.498 / 0.500 / 0.505 → 0.497, and on the grids' factor pairs, whose blocks hold
+several rows too (3D ILU(0) 0.532 / 0.535 / 0.535 → 0.531, IC(0) 0.436 / 0.435 / 0.439 → 0.436,
+ILU(0) float32 0.436 / 0.438 / 0.433 → 0.434; 2D ILU(0) 1.543 / 1.540 / 1.541 → 1.545, IC(0)
+1.298 / 1.295 / 1.293 → 1.297). sm_90 (Triton 3.6) at 1M nodes: the power-law ILU(0) needs 91
+registers instead of 96, none spilled. The table costs 4 · R bytes a block."""
+
+
+def padded_blocks(blk_ptr, seq, R) -> np.ndarray:
+    """The blocks' rows R to a block, block t's at [t·R, t·R + R), −1 past its last (_syncfree's
+    BLK_PAD: one dependent load fewer than BLK_PTR then BLK_ITER)."""
+    width = np.diff(blk_ptr)
+    pad = np.full(len(width) * R, -1, dtype=np.int32)
+    pad[np.repeat(np.arange(len(width)) * R - blk_ptr[:-1], width) + np.arange(len(seq))] = seq
+    return pad
 
 
 def fetches_short(run) -> bool:
@@ -1120,6 +1139,9 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
     W, S, C = run.tables.held(run.block_rows)
     short = fetches_short(run)
     tables = {"U0": sdev["u0"]} if short else {}
+    one_row = short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel()
+    if short and not one_row and "blk_pad" in sdev:
+        tables["BLK_PAD"] = sdev["blk_pad"]
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
@@ -1127,7 +1149,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
                  WIDE=run.tables.wide(CHUNK), W=W, S=S, C=C, WALK=run.tables.walks, FUSED=fused > 0,
                  DATA=data, SENT=SENTINEL[val.dtype] if data else 0, APART=held_in_one_pass(run.tables, W),
                  STAGED=stages_steps(run, W), RELOOK=relooks(run, W, val.dtype), LOOK_LATE=looks_late(run, W),
-                 ONE_ROW=short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel(), **tables,
+                 ONE_ROW=one_row, **tables,
                  num_warps=run.num_warps,
                  **_cap(run.tables, W, data)))
 

@@ -16,7 +16,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
               APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              U0=None, ONE_ROW: tl.constexpr = False):
+              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -37,8 +37,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     are in, the load in flight beside its last steps. LOOK_LATE (STAGED; looks_late): the late
     operands are read again at every poll of the late pivots (held_finish). Fewer rounds of
     dependent loads before a held row's operands (t3's fetches_short): ONE_ROW (every block one
-    row) reads block t's row from BLK_ITER[t] without BLK_PTR; U0 (each factor step's first
-    pair) goes to held_fetch, which then reads HOLD_LEN beside KIND."""
+    row) reads block t's row from BLK_ITER[t] without BLK_PTR, and BLK_PAD (blocks of up to R
+    rows) reads block t's rows from BLK_PAD[t·R … t·R + R), −1 past its last, without it either;
+    U0 (each factor step's first pair) goes to held_fetch, which then reads HOLD_LEN beside KIND."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -47,11 +48,16 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         if ONE_ROW:
             lane = t + tl.arange(0, R)
             ok = lane < N_BLK
+            v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+        elif BLK_PAD is not None:
+            v = tl.load(BLK_PAD + t * R + tl.arange(0, R))
+            ok = v >= 0
+            v = tl.where(ok, v, 0)
         else:
             first = tl.load(BLK_PTR + t)
             lane = first + tl.arange(0, R)
             ok = lane < tl.load(BLK_PTR + t + 1)
-        v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+            v = tl.load(BLK_ITER + lane, mask=ok, other=0)
         if FACTOR != 0:
             fac = tl.load(KIND + v, mask=ok, other=0) != 0
         else:
