@@ -2437,6 +2437,33 @@ def test_walked_rows_take_blocks_of_their_own(fuse):
     assert (size[walked] == 1).all() and (size[~walked] > 1).any()
 
 
+@settings(max_examples=40, deadline=None)
+@given(widths=st.lists(st.integers(1, 8), min_size=1, max_size=30), R=st.sampled_from([8, 16]))
+def test_padded_blocks_hold_each_blocks_rows(widths, R):
+    """BLK_PAD's table (padded_blocks): block t's rows, in order, at [t·R, t·R + R), −1 after them."""
+    ptr = np.concatenate([[0], np.cumsum(widths)])
+    seq = np.random.default_rng(len(widths)).permutation(ptr[-1]).astype(np.int32)
+    pad = t3.padded_blocks(ptr, seq, R).reshape(len(widths), R)
+    for t, w in enumerate(widths):
+        assert (pad[t, :w] == seq[ptr[t]:ptr[t + 1]]).all() and (pad[t, w:] == -1).all()
+
+
+def test_blocks_of_several_held_rows_read_the_padded_table(monkeypatch):
+    """The dataflow executor's blocks of several held rows read their rows from BLK_PAD (one
+    dependent load fewer than BLK_PTR, then BLK_ITER), built by prepare from its own blocks, and
+    give t0's factor and solve."""
+    pair = "spilu0_sptrsv"
+    mats = operands(pair, _hub_walks(261, 5))
+    launch, seen = t3.syncfree_launch, []
+    monkeypatch.setattr(t3, "syncfree_launch", lambda *a, **k: seen.append(launch(*a, **k)[1]) or launch(*a, **k))
+    run = _walked_dataflow_is_t0s(pair, mats, False, 17, "hub_walks_alone", block_rows=4)
+    dev = run.plan[1]
+    ptr, seq = (dev[k].cpu().numpy() for k in ("blk_ptr", "blk_iter"))
+    assert (np.diff(ptr) > 1).any()
+    assert (dev["blk_pad"].cpu().numpy() == t3.padded_blocks(ptr, seq, 4)).all()
+    assert seen and all(meta.get("BLK_PAD") is dev["blk_pad"] for meta in seen)
+
+
 @pytest.mark.parametrize("fuse", [False, True])
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
 def test_long_walked_rows(pair, fuse):

@@ -24,16 +24,17 @@
 # it), then tests with the files of 1e45ff0 (1002 and 73); at 05:55 UTC on an H100, walk_alone (walked factor rows in
 # blocks of their own: kept as WALK_ALONE; the rewritten-only copy beside it not kept; the step removed), tests with
 # a0dde30 and both diffs (1002 and 73), cli powerlaw spilu0_sptrsv twice (calls naming nvidia-h200 that got H100s),
-# and by hand two more A/Bs (alone_both_ab_h100_*, walk_alone_r_ab_h100_*). A warm machine answers each call within
-# seconds; a cold one costs a minute or two of the session's 30, so the
+# and by hand two more A/Bs (alone_both_ab_h100_*, walk_alone_r_ab_h100_*); at 07:45 UTC on an H100, slot_time
+# (padded blocks kept as BLK_PAD; blocks without tickets and fused solve rows not kept; the step removed), by hand the
+# padded blocks' A/B on the grids (blk_pad_grids_ab_h100_*), tests with 40d223f (1004 and 73), and cli powerlaw
+# spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 after give_back got an H100). A warm machine answers
+# each call within seconds; a cold one costs a minute or two of the session's 30, so the
 # steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
 # one call of 600 s brought nothing back when the machine stopped answering). A call that names
 # nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh slot_time     # padded blocks again, blocks without tickets and the ILU(0)'s
-#                                                  # solve rows fused, now that the power-law factor pairs are
-#                                                  # slot-bound (about 300 s)
-#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv   # on an H200, for the table's row with WALK_ALONE
+#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
+#                                                  # with WALK_ALONE and BLK_PAD
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -95,24 +96,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    slot_time)    # the power-law factor pairs are bound by how long a block holds its slot since WALK_ALONE
-                  # (stamps_walk_alone_h100_*, stamps_powerlaw_ic_h100_*): A/B of what may shorten that.
-                  # alt1, blk_pad.diff: a block of several rows reads them from a padded table, R a block (one
-                  # dependent load fewer; within the spread on 2026-12-06 before WALK_ALONE). alt2, in_order.diff:
-                  # block t in program t, no ticket (relies on the GPU starting programs in index order, which
-                  # CUDA does not promise; a hang would cost the step's timeout). Runner "fused": the ILU(0)'s
-                  # solve rows fused (apart where rows walk, fuses_rows: 1.487 against 1.02-1.03 ms before
-                  # WALK_ALONE); on the IC(0), fused already, a 4th copy of the package. Checked on the CPU
-                  # with c1c24db: under the interpreter the five sparse-fusion modules pass with blk_pad.diff
-                  # (1 479) and four with in_order.diff (1 437: all but the bands module, stamps.py's test among
-                  # them); compiled for sm_90 at 1M nodes, none spilled: blk_pad ILU(0) 91 registers (package 96),
-                  # float32 96 (96), IC(0) 96 (96); in_order ILU(0) 98 (19 programs an SM where 96 hold 21), IC(0) 96
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/st_pkg.tar -T - \
-        && variant bp dev/sparse_fusion/blk_pad.diff && variant io dev/sparse_fusion/in_order.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 330 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/st_pkg.tar,/tmp/bp.tar,/tmp/io.tar "$OUT/slot_time_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion \
-        "fused=fuse_rows:true" 2>&1 | tee "$OUT/slot_time_ab.log" | cut -c1-400 | tail -4 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
