@@ -2448,10 +2448,13 @@ def test_padded_blocks_hold_each_blocks_rows(widths, R):
         assert (pad[t, :w] == seq[ptr[t]:ptr[t + 1]]).all() and (pad[t, w:] == -1).all()
 
 
-def test_blocks_of_several_held_rows_read_the_padded_table(monkeypatch):
+@pytest.mark.parametrize("rec", [False, True])
+def test_blocks_of_several_held_rows_read_the_padded_table(rec, monkeypatch):
     """The dataflow executor's blocks of several held rows read their rows from BLK_PAD (one
-    dependent load fewer than BLK_PTR, then BLK_ITER), built by prepare from its own blocks, and
-    give t0's factor and solve."""
+    dependent load fewer than BLK_PTR, then BLK_ITER), or with BLK_REC records that also hold each
+    row's kind, entries' span and held length (block_records), built by prepare from its own
+    blocks, and give t0's factor and solve."""
+    monkeypatch.setattr(t3, "BLK_REC", rec)
     pair = "spilu0_sptrsv"
     mats = operands(pair, _hub_walks(261, 5))
     launch, seen = t3.syncfree_launch, []
@@ -2460,8 +2463,17 @@ def test_blocks_of_several_held_rows_read_the_padded_table(monkeypatch):
     dev = run.plan[1]
     ptr, seq = (dev[k].cpu().numpy() for k in ("blk_ptr", "blk_iter"))
     assert (np.diff(ptr) > 1).any()
-    assert (dev["blk_pad"].cpu().numpy() == t3.padded_blocks(ptr, seq, 4)).all()
-    assert seen and all(meta.get("BLK_PAD") is dev["blk_pad"] for meta in seen)
+    pad = t3.padded_blocks(ptr, seq, 4)
+    t = run.tables
+    want = t3.block_records(t, pad, 4) if rec else pad
+    assert (dev["blk_pad"].cpu().numpy() == want).all()
+    assert seen and all(meta.get("BLK_PAD") is dev["blk_pad"] and meta["BLK_REC"] == rec for meta in seen)
+    if rec:      # each lane's record is its row's: kind, ENT_PTR[v], ENT_PTR[v + 1], HOLD_LEN[v] (0 past the factor)
+        v, kind, first, last, held = want.reshape(-1, 5, 4).transpose(1, 0, 2).reshape(5, -1)
+        r = v[v >= 0]
+        assert (kind[v >= 0] == t.kind[r]).all() and (first[v >= 0] == t.ent_ptr[r]).all()
+        assert (last[v >= 0] == t.ent_ptr[r + 1]).all() and held[v >= 0].any()
+        assert (held[v >= 0] == np.where(r < len(t.hold_len), t.hold_len[np.minimum(r, len(t.hold_len) - 1)], 0)).all()
 
 
 @pytest.mark.parametrize("fuse", [False, True])

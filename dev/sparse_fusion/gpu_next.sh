@@ -27,14 +27,15 @@
 # and by hand two more A/Bs (alone_both_ab_h100_*, walk_alone_r_ab_h100_*); at 07:45 UTC on an H100, slot_time
 # (padded blocks kept as BLK_PAD; blocks without tickets and fused solve rows not kept; the step removed), by hand the
 # padded blocks' A/B on the grids (blk_pad_grids_ab_h100_*), tests with 40d223f (1004 and 73), and cli powerlaw
-# spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 after give_back got an H100). A warm machine answers
-# each call within seconds; a cold one costs a minute or two of the session's 30, so the
-# steps go in as few calls as fit in 600 s (the machine went back after 30 s idle that evening, and
-# one call of 600 s brought nothing back when the machine stopped answering). A call that names
-# nvidia-h200 may still get an H100.
+# spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 after give_back got an H100); at 08:14 UTC on an H100, by
+# hand, the block records' A/B (blk_rec_ab_h100_*: kept as BLK_REC), then tests and cli powerlaw
+# spilu0_sptrsv,spic0_sptrsv with them (1007 and 73). A warm machine answers each call within seconds; a cold one
+# costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
+# back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
+# answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
-#                                                  # with WALK_ALONE and BLK_PAD
+#                                                  # with WALK_ALONE, BLK_PAD and BLK_REC
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel

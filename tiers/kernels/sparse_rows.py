@@ -149,13 +149,18 @@ def ic_pivot(rest):
 
 @triton.jit
 def affine_fetch(v, ok, ENT_PTR, ENT_VAL, ENT_VEC, RHS, DIAG, SIGN, DST, VAL,
-                 STATIC: tl.constexpr, CHUNK: tl.constexpr):
+                 STATIC: tl.constexpr, CHUNK: tl.constexpr, first=None, last=None):
     """Everything an affine iteration reads that no other iteration writes: where its entries
     are, its first CHUNK positions, and — when VAL is STATIC (no factor is being computed) —
     their values and the divisor. The sync-free executor loads these *before* it waits, so
-    that after the wait only the vector entries remain to be read."""
-    start = tl.load(ENT_PTR + v, mask=ok, other=0)
-    end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    that after the wait only the vector entries remain to be read. `first`, `last`: ENT_PTR[v]
+    and ENT_PTR[v + 1] already read (a block's record, t3's BLK_REC), one round of loads fewer."""
+    if first is None:
+        start = tl.load(ENT_PTR + v, mask=ok, other=0)
+        end = tl.load(ENT_PTR + v + 1, mask=ok, other=0)
+    else:
+        start = tl.where(ok, first, 0)
+        end = tl.where(ok, last, 0)
     e = start[:, None] + tl.arange(0, CHUNK)[None, :]
     m = ok[:, None] & (e < end[:, None])
     px = tl.load(ENT_VEC + e, mask=m, other=0)
@@ -647,7 +652,7 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False, U0=None, lanes=None):
+               APART: tl.constexpr = False, U0=None, lanes=None, first=None, last=None, held=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -677,11 +682,18 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     fetches_short: each factor step's first pair, UPD_PTR[ENT_VAL[e]]) the pairs' positions load
     one round after the steps' instead of two, and the row's span loads for every lane with a
     row (`lanes`, factor row or not; HOLD_LEN covers every row on the device, device_tables)
-    beside the read of its kind instead of after it."""
+    beside the read of its kind instead of after it. `first`, `last`, `held`: ENT_PTR[v],
+    ENT_PTR[v + 1] and HOLD_LEN[v] already read for every lane with a row (a block's record,
+    t3's BLK_REC), one round fewer again."""
     idx = ok if U0 is None else lanes
-    start = tl.load(ENT_PTR + v, mask=idx, other=0)
-    end = tl.load(ENT_PTR + v + 1, mask=idx, other=0)
-    span = tl.load(HOLD_LEN + v, mask=idx, other=0)
+    if first is None:
+        start = tl.load(ENT_PTR + v, mask=idx, other=0)
+        end = tl.load(ENT_PTR + v + 1, mask=idx, other=0)
+        span = tl.load(HOLD_LEN + v, mask=idx, other=0)
+    else:
+        start = tl.where(idx, first, 0)
+        end = tl.where(idx, last, 0)
+        span = tl.where(idx, held, 0)
     hold = ok & ((span > 0) | (end == start))
     row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
     at = row0[:, None] + tl.arange(0, W)[None, :]

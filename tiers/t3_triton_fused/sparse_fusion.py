@@ -876,8 +876,9 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     if short and W:
         ne = int(tables.ent_ptr[tables.n1])
         host["u0"] = np.asarray(tables.upd_ptr, dtype=np.int32)[tables.ent_val[:ne]] if ne else np.zeros(1, np.int32)
-        if R > 1 and (len(blk_ptr) - 1) * R < 2 ** 31:
-            host["blk_pad"] = padded_blocks(blk_ptr, seq, R)
+        if R > 1 and (len(blk_ptr) - 1) * R * 5 < 2 ** 31:
+            pad = padded_blocks(blk_ptr, seq, R)
+            host["blk_pad"] = block_records(tables, pad, R) if BLK_REC else pad
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -1023,6 +1024,29 @@ def padded_blocks(blk_ptr, seq, R) -> np.ndarray:
     return pad
 
 
+BLK_REC = True
+"""Blocks of several rows read a record (block_records) instead of BLK_PAD's rows alone: with
+each row its KIND, ENT_PTR, ENT_PTR + 1 and HOLD_LEN, so that what held_fetch and affine_fetch
+read first comes with the rows, one round of dependent loads fewer again (a table of 20 · R
+bytes a block instead of 4 · R). Measured on an H100 (2026-12-06, one process, 5 rotated rounds,
+every output checked first, figures/data/blk_rec_ab_h100_*; ms, BLK_PAD's package twice → records):
+power-law ILU(0) 0.840 / 0.836 → 0.776, float32 0.741 / 0.741 → 0.693, IC(0) 0.580 / 0.583 →
+0.557, float32 0.491 / 0.484 → 0.465; the grids the same (3D ILU(0) 0.530 / 0.528 → 0.530, IC(0)
+0.432 / 0.433 → 0.434, 2D ILU(0) 1.533 / 1.531 → 1.533). sm_90 (Triton 3.6) at 1M nodes: the
+power-law ILU(0) 91 registers at its cap of 112, IC(0) 95 at 96, none spilled."""
+
+
+def block_records(tables, pad, R) -> np.ndarray:
+    """padded_blocks' rows as records of five rows of R a block (_syncfree's BLK_REC): the rows
+    (−1 past a block's last), their kind, first and end entry, and held length (0 where none)."""
+    at = np.maximum(pad, 0)
+    ent_ptr = np.asarray(tables.ent_ptr)
+    held = np.zeros(len(ent_ptr) - 1, dtype=np.int64)
+    held[:len(tables.hold_len)] = tables.hold_len
+    rec = np.stack([pad, np.asarray(tables.kind)[at], ent_ptr[at], ent_ptr[at + 1], held[at]])
+    return np.ascontiguousarray(rec.astype(np.int32).reshape(5, -1, R).transpose(1, 0, 2)).ravel()
+
+
 def fetches_short(run) -> bool:
     """_syncfree's short fetch (ONE_ROW, U0) for held rows on the dataflow executor, where
     prepare built its table (FETCH_SHORT; _syncfree_plan builds it only for those)."""
@@ -1142,6 +1166,7 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
     one_row = short and run.block_rows == 1 and blocks == sdev["blk_iter"].numel()
     if short and not one_row and "blk_pad" in sdev:
         tables["BLK_PAD"] = sdev["blk_pad"]
+        tables["BLK_REC"] = sdev["blk_pad"].numel() == 5 * blocks * run.block_rows     # block_records'
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
@@ -1671,7 +1696,8 @@ class Prepared:
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
             short = FETCH_SHORT and self.data
-            self.plan = schedule.cached(("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short),
+            key = ("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short, BLK_REC)
+            self.plan = schedule.cached(key,
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device, waits=not self.data,
                                                                short=short))

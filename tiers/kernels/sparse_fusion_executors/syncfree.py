@@ -16,7 +16,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
               APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None):
+              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None, BLK_REC: tl.constexpr = False):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -39,7 +39,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     dependent loads before a held row's operands (t3's fetches_short): ONE_ROW (every block one
     row) reads block t's row from BLK_ITER[t] without BLK_PTR, and BLK_PAD (blocks of up to R
     rows) reads block t's rows from BLK_PAD[t·R … t·R + R), −1 past its last, without it either;
-    U0 (each factor step's first pair) goes to held_fetch, which then reads HOLD_LEN beside KIND."""
+    U0 (each factor step's first pair) goes to held_fetch, which then reads HOLD_LEN beside KIND.
+    BLK_REC (with BLK_PAD): block t's record at BLK_PAD[5·R·t …], five rows of R — the rows, then
+    their KIND, ENT_PTR, ENT_PTR + 1 and HOLD_LEN — read in one round, not two."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -49,6 +51,15 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             lane = t + tl.arange(0, R)
             ok = lane < N_BLK
             v = tl.load(BLK_ITER + lane, mask=ok, other=0)
+        elif BLK_REC:
+            rec = BLK_PAD + t * (5 * R) + tl.arange(0, R)
+            v = tl.load(rec)
+            kind = tl.load(rec + R)
+            first = tl.load(rec + 2 * R)
+            last = tl.load(rec + 3 * R)
+            held = tl.load(rec + 4 * R)
+            ok = v >= 0
+            v = tl.where(ok, v, 0)
         elif BLK_PAD is not None:
             v = tl.load(BLK_PAD + t * R + tl.arange(0, R))
             ok = v >= 0
@@ -58,18 +69,29 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             lane = first + tl.arange(0, R)
             ok = lane < tl.load(BLK_PTR + t + 1)
             v = tl.load(BLK_ITER + lane, mask=ok, other=0)
-        if FACTOR != 0:
-            fac = tl.load(KIND + v, mask=ok, other=0) != 0
+        if BLK_REC:
+            fac = ok & (kind != 0)
+            aff = ok & ~fac
+            # what no other block writes is read before waiting: after the wait, one round of loads
+            start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+                v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK, first, last)
         else:
-            fac = ok & False
-        aff = ok & ~fac
-        # what no other block writes is read before waiting: after the wait, one round of loads
-        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-            v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
+            if FACTOR != 0:
+                fac = tl.load(KIND + v, mask=ok, other=0) != 0
+            else:
+                fac = ok & False
+            aff = ok & ~fac
+            start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+                v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
-            hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
-                FACTOR, APART, U0, ok)
+            if BLK_REC:
+                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
+                    C, FACTOR, APART, U0, ok, first, last, held)
+            else:
+                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
+                    C, FACTOR, APART, U0, ok)
             walk = fac & ~hold
             late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
