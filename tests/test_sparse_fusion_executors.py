@@ -2448,13 +2448,15 @@ def test_padded_blocks_hold_each_blocks_rows(widths, R):
         assert (pad[t, :w] == seq[ptr[t]:ptr[t + 1]]).all() and (pad[t, w:] == -1).all()
 
 
-@pytest.mark.parametrize("rec", [False, True])
-def test_blocks_of_several_held_rows_read_the_padded_table(rec, monkeypatch):
+@pytest.mark.parametrize("rec, steps", [(False, False), (True, False), (True, True)])
+def test_blocks_of_several_held_rows_read_the_padded_table(rec, steps, monkeypatch):
     """The dataflow executor's blocks of several held rows read their rows from BLK_PAD (one
     dependent load fewer than BLK_PTR, then BLK_ITER), or with BLK_REC records that also hold each
-    row's kind, entries' span and held length (block_records), built by prepare from its own
-    blocks, and give t0's factor and solve."""
+    row's kind, entries' span and held length (block_records), and with STEP_REC each held row's
+    steps' tables too (step_records), built by prepare from its own blocks, and give t0's factor
+    and solve."""
     monkeypatch.setattr(t3, "BLK_REC", rec)
+    monkeypatch.setattr(t3, "STEP_REC", steps)
     pair = "spilu0_sptrsv"
     mats = operands(pair, _hub_walks(261, 5))
     launch, seen = t3.syncfree_launch, []
@@ -2468,12 +2470,44 @@ def test_blocks_of_several_held_rows_read_the_padded_table(rec, monkeypatch):
     want = t3.block_records(t, pad, 4) if rec else pad
     assert (dev["blk_pad"].cpu().numpy() == want).all()
     assert seen and all(meta.get("BLK_PAD") is dev["blk_pad"] and meta["BLK_REC"] == rec for meta in seen)
+    assert all((meta.get("STEP_REC") is not None) == steps for meta in seen) and ("step_rec" in dev) == steps
+    if steps:    # lane r's step s: its row's entry e = ENT_PTR[v] + s, if a factor row's, else 0
+        S = t.held(4)[1]
+        got = dev["step_rec"].cpu().numpy().reshape(-1, 4, 4, S)
+        assert got.shape[0] == len(pad) // 4
+        u0 = np.asarray(t.upd_ptr)[t.ent_val[:t.ent_ptr[t.n1]]]
+        for b, r in zip(*np.nonzero(pad.reshape(-1, 4) >= 0)):
+            v = pad[4 * b + r]
+            for q in range(S):
+                e = t.ent_ptr[v] + q
+                inside = v < t.n1 and e < t.ent_ptr[v + 1]
+                four = (t.ent_val[e], t.ent_aux[e], u0[e], t.step_bits[e]) if inside else (0,) * 4
+                assert tuple(got[b, :, r, q]) == tuple(np.int64(w).astype(np.uint32).view(np.int32) for w in four)
     if rec:      # each lane's record is its row's: kind, ENT_PTR[v], ENT_PTR[v + 1], HOLD_LEN[v] (0 past the factor)
         v, kind, first, last, held = want.reshape(-1, 5, 4).transpose(1, 0, 2).reshape(5, -1)
         r = v[v >= 0]
         assert (kind[v >= 0] == t.kind[r]).all() and (first[v >= 0] == t.ent_ptr[r]).all()
         assert (last[v >= 0] == t.ent_ptr[r + 1]).all() and held[v >= 0].any()
         assert (held[v >= 0] == np.where(r < len(t.hold_len), t.hold_len[np.minimum(r, len(t.hold_len) - 1)], 0)).all()
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+def test_step_records_give_t0s(pair, fuse, monkeypatch):
+    """With STEP_REC the held rows of a power-law graph (a grid of pairs; the IC(0)'s read across,
+    steps first) read their steps' tables from the blocks' step records and give t0's factor and
+    solve, rows fused with their solve rows or apart."""
+    monkeypatch.setattr(t3, "STEP_REC", True)
+    mats = operands(pair, matrix("powerlaw_laplacian", 120, 3))
+    t = rows.row_tables(pair, *mats)
+    assert rows.grid_layout(t.held_shape) and rows.reads_across(t.held_shape, t.factor) == (pair == "spic0_sptrsv")
+    launch, seen = t3.syncfree_launch, []
+    monkeypatch.setattr(t3, "syncfree_launch", lambda *a, **k: seen.append(launch(*a, **k)[1]) or launch(*a, **k))
+    b = np.random.default_rng(4).standard_normal(mats[0].shape[0])
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False, block_rows=4)
+    _check(run(v), _reference(pair, mats, b, "float64", ("step_rec", pair)), pair, mats, "float64", f"fuse={fuse}")
+    assert seen and all(meta.get("STEP_REC") is run.plan[1]["step_rec"] for meta in seen)
 
 
 @pytest.mark.parametrize("fuse", [False, True])

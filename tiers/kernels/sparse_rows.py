@@ -652,7 +652,7 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False, U0=None, lanes=None, first=None, last=None, held=None):
+               APART: tl.constexpr = False, U0=None, lanes=None, first=None, last=None, held=None, SREC=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -684,7 +684,9 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     row (`lanes`, factor row or not; HOLD_LEN covers every row on the device, device_tables)
     beside the read of its kind instead of after it. `first`, `last`, `held`: ENT_PTR[v],
     ENT_PTR[v + 1] and HOLD_LEN[v] already read for every lane with a row (a block's record,
-    t3's BLK_REC), one round fewer again."""
+    t3's BLK_REC), one round fewer again. SREC (grid layout, W ≤ 32): the block's step record,
+    [4, R, S] — each lane's steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS — read in the round of the
+    block's record instead of after it (t3's STEP_REC)."""
     idx = ok if U0 is None else lanes
     if first is None:
         start = tl.load(ENT_PTR + v, mask=idx, other=0)
@@ -700,20 +702,31 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     inrow = hold[:, None] & (tl.arange(0, W)[None, :] < span[:, None])
     e = start[:, None] + tl.arange(0, S)[None, :]
     sm = hold[:, None] & (e < end[:, None])
-    p = tl.load(ENT_VAL + e, mask=sm, other=0)
-    aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
-    if U0 is None:
-        u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
-    else:
-        u0 = tl.load(U0 + e, mask=sm, other=0)
     GRID: tl.constexpr = _grid(W, S, C)
     ACROSS: tl.constexpr = _across(W, S, C, FACTOR, APART)
+    if SREC is None:
+        p = tl.load(ENT_VAL + e, mask=sm, other=0)
+        aux = tl.load(ENT_AUX + e, mask=sm, other=-1)
+        if U0 is None:
+            u0 = tl.load(UPD_PTR + p, mask=sm, other=0)
+        else:
+            u0 = tl.load(U0 + e, mask=sm, other=0)
+        if GRID:
+            bits2 = tl.load(STEP_BITS + e, mask=sm, other=0)
+    else:
+        tl.static_assert(GRID and W <= 32, "a step record holds the grid's bits in 32")
+        RS: tl.constexpr = v.shape[0] * S
+        rs = tl.arange(0, v.shape[0])[:, None] * S + tl.arange(0, S)[None, :]
+        p = tl.load(SREC + rs, mask=sm, other=0)
+        aux = tl.load(SREC + RS + rs, mask=sm, other=-1)
+        u0 = tl.load(SREC + 2 * RS + rs, mask=sm, other=0)
+        bits2 = tl.load(SREC + 3 * RS + rs, mask=sm, other=0)
     if GRID:
         if ACROSS:                     # the steps first, so that the threads spread them: [S, R, W]
-            bits = tl.trans(tl.load(STEP_BITS + e, mask=sm, other=0))[:, :, None]
+            bits = tl.trans(bits2)[:, :, None]
             j = tl.arange(0, W)[None, None, :]
         else:
-            bits = tl.load(STEP_BITS + e, mask=sm, other=0)[None, :, :]
+            bits = bits2[None, :, :]
             j = tl.arange(0, W)[:, None, None]
         if W <= 32:                    # the bits fit 32 (bit 31 the sign: shifts right are arithmetic, masked)
             bits = bits.to(tl.int32)

@@ -879,6 +879,10 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
         if R > 1 and (len(blk_ptr) - 1) * R * 5 < 2 ** 31:
             pad = padded_blocks(blk_ptr, seq, R)
             host["blk_pad"] = block_records(tables, pad, R) if BLK_REC else pad
+            S = tables.held(R)[1]
+            if BLK_REC and STEP_REC and rows.grid_layout(tables.held_shape) and W <= 32 \
+                    and len(pad) * S * 4 < 2 ** 31:
+                host["step_rec"] = step_records(tables, pad, R, S, host["u0"])
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -1047,6 +1051,34 @@ def block_records(tables, pad, R) -> np.ndarray:
     return np.ascontiguousarray(rec.astype(np.int32).reshape(5, -1, R).transpose(1, 0, 2)).ravel()
 
 
+STEP_REC = False
+"""With BLK_REC, where held rows take their pairs as a grid: each block's step record too
+(step_records), so that held_fetch reads its steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS in the
+round of the block's record, not one round after it (16 · R · S bytes a block: 128 MB for the
+power-law ILU(0)'s 250 000 blocks of R = 8, S = 4). Off until timed: prepared on 2026-12-06 after
+the session's device time was spent (dev/sparse_fusion/gpu_next.sh step_rec). Compiled for sm_90
+(Triton 3.6) at 1M nodes: the power-law ILU(0) 91 registers at its cap of 112 (2 656 SASS
+instructions against 2 696 without it), float32 86, IC(0) 95 at 96, none spilled; under the
+interpreter the sparse-fusion tests pass with it on and off."""
+
+
+def step_records(tables, pad, R, S, u0) -> np.ndarray:
+    """Per block of padded_blocks' rows, [4, R, S]: for lane r's row v (a factor row) and step s
+    < S with e = ENT_PTR[v] + s inside the row, ENT_VAL[e], ENT_AUX[e], u0[e] and STEP_BITS[e]
+    (as int32: the grid's W ≤ 32 bits); 0 elsewhere, where _syncfree never reads (_syncfree's
+    STEP_REC)."""
+    at = np.maximum(pad, 0)
+    ent_ptr = np.asarray(tables.ent_ptr, dtype=np.int64)
+    e = ent_ptr[at][:, None] + np.arange(S)[None, :]
+    ok = ((pad >= 0) & (at < tables.n1))[:, None] & (e < ent_ptr[at + 1][:, None])
+    e = np.where(ok, e, 0)
+    fields = [np.asarray(tables.ent_val)[e], np.asarray(tables.ent_aux)[e], np.asarray(u0)[e],
+              np.asarray(tables.step_bits, dtype=np.int64)[np.minimum(e, len(tables.step_bits) - 1)]]
+    rec = np.stack([np.where(ok, f.astype(np.int64) & 0xFFFFFFFF, 0) for f in fields])   # [4, B·R, S]
+    rec = rec.astype(np.uint32).view(np.int32).reshape(4, -1, R, S).transpose(1, 0, 2, 3)
+    return np.ascontiguousarray(rec).ravel()
+
+
 def fetches_short(run) -> bool:
     """_syncfree's short fetch (ONE_ROW, U0) for held rows on the dataflow executor, where
     prepare built its table (FETCH_SHORT; _syncfree_plan builds it only for those)."""
@@ -1167,6 +1199,8 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
     if short and not one_row and "blk_pad" in sdev:
         tables["BLK_PAD"] = sdev["blk_pad"]
         tables["BLK_REC"] = sdev["blk_pad"].numel() == 5 * blocks * run.block_rows     # block_records'
+        if "step_rec" in sdev and tables["BLK_REC"]:
+            tables["STEP_REC"] = sdev["step_rec"]
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
@@ -1696,7 +1730,7 @@ class Prepared:
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
             short = FETCH_SHORT and self.data
-            key = ("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short, BLK_REC)
+            key = ("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short, BLK_REC, STEP_REC)
             self.plan = schedule.cached(key,
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device, waits=not self.data,

@@ -16,7 +16,7 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
               APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None, BLK_REC: tl.constexpr = False):
+              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None, BLK_REC: tl.constexpr = False, STEP_REC=None):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -41,7 +41,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     rows) reads block t's rows from BLK_PAD[t·R … t·R + R), −1 past its last, without it either;
     U0 (each factor step's first pair) goes to held_fetch, which then reads HOLD_LEN beside KIND.
     BLK_REC (with BLK_PAD): block t's record at BLK_PAD[5·R·t …], five rows of R — the rows, then
-    their KIND, ENT_PTR, ENT_PTR + 1 and HOLD_LEN — read in one round, not two."""
+    their KIND, ENT_PTR, ENT_PTR + 1 and HOLD_LEN — read in one round, not two; and STEP_REC (with
+    BLK_REC) block t's step record at STEP_REC[4·R·S·t …], which held_fetch reads in that round too."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -84,7 +85,11 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
                 v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
-            if BLK_REC:
+            if STEP_REC is not None:
+                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
+                    C, FACTOR, APART, U0, ok, first, last, held, STEP_REC + t * (4 * R * S))
+            elif BLK_REC:
                 hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                     v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
                     C, FACTOR, APART, U0, ok, first, last, held)
