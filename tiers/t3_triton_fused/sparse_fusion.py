@@ -848,7 +848,8 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     for a factor pair each row's first late step (sparse_rows.late_steps, stages_steps); with
     `short` (FETCH_SHORT) and held rows, the table of fetches_short: `u0`, each factor step's
     first pair (HOLD_LEN, which it also reads earlier, covers every row on the device anyway:
-    sparse_rows.device_tables), and for blocks of more than one row `blk_pad` (padded_blocks).
+    sparse_rows.device_tables), and for blocks of more than one row `blk_pad` (padded_blocks; with
+    BLK_REC, block_records) and, with STEP_REC where held rows take a grid, `step_rec` (step_records).
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
