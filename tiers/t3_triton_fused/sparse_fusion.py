@@ -1060,24 +1060,25 @@ power-law ILU(0)'s 250 000 blocks of R = 8, S = 4). Off until timed: prepared on
 the session's device time was spent (dev/sparse_fusion/gpu_next.sh step_rec). Compiled for sm_90
 (Triton 3.6) at 1M nodes: the power-law ILU(0) 91 registers at its cap of 112 (2 656 SASS
 instructions against 2 696 without it), float32 86, IC(0) 95 at 96, none spilled; under the
-interpreter the sparse-fusion tests pass with it on and off."""
+interpreter the sparse-fusion tests pass with it on and off. Host cost, on the development
+machine's CPU (figures/data/host_records_cpu_2026-12-06.txt; prepare with the row tables built,
+the power-law ILU(0)): 0.73 s without records, 0.76–0.78 with BLK_REC, 1.13–1.19 with STEP_REC too."""
 
 
 def step_records(tables, pad, R, S, u0) -> np.ndarray:
     """Per block of padded_blocks' rows, [4, R, S]: for lane r's row v (a factor row) and step s
     < S with e = ENT_PTR[v] + s inside the row, ENT_VAL[e], ENT_AUX[e], u0[e] and STEP_BITS[e]
-    (as int32: the grid's W ≤ 32 bits); 0 elsewhere, where _syncfree never reads (_syncfree's
-    STEP_REC)."""
+    (cast to int32, bits kept: the grid's W ≤ 32; only the grid layout has STEP_BITS for every
+    factor entry); 0 elsewhere, where _syncfree never reads (_syncfree's STEP_REC)."""
     at = np.maximum(pad, 0)
-    ent_ptr = np.asarray(tables.ent_ptr, dtype=np.int64)
-    e = ent_ptr[at][:, None] + np.arange(S)[None, :]
+    ent_ptr = np.asarray(tables.ent_ptr)
+    e = ent_ptr[at][:, None] + np.arange(S, dtype=ent_ptr.dtype)[None, :]
     ok = ((pad >= 0) & (at < tables.n1))[:, None] & (e < ent_ptr[at + 1][:, None])
     e = np.where(ok, e, 0)
-    fields = [np.asarray(tables.ent_val)[e], np.asarray(tables.ent_aux)[e], np.asarray(u0)[e],
-              np.asarray(tables.step_bits, dtype=np.int64)[np.minimum(e, len(tables.step_bits) - 1)]]
-    rec = np.stack([np.where(ok, f.astype(np.int64) & 0xFFFFFFFF, 0) for f in fields])   # [4, B·R, S]
-    rec = rec.astype(np.uint32).view(np.int32).reshape(4, -1, R, S).transpose(1, 0, 2, 3)
-    return np.ascontiguousarray(rec).ravel()
+    out = np.empty((len(pad) // R, 4, R, S), dtype=np.int32)
+    for k, field in enumerate((tables.ent_val, tables.ent_aux, u0, tables.step_bits)):
+        out[:, k] = np.where(ok, np.asarray(field)[e].astype(np.int32), 0).reshape(-1, R, S)
+    return out.ravel()
 
 
 def fetches_short(run) -> bool:
