@@ -2491,13 +2491,16 @@ def test_blocks_of_several_held_rows_read_the_padded_table(rec, steps, monkeypat
         assert (held[v >= 0] == np.where(r < len(t.hold_len), t.hold_len[np.minimum(r, len(t.hold_len) - 1)], 0)).all()
 
 
+@pytest.mark.parametrize("steps, fused", [(True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("fuse", [False, True])
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
-def test_step_records_give_t0s(pair, fuse, monkeypatch):
+def test_step_records_give_t0s(pair, fuse, steps, fused, monkeypatch):
     """With STEP_REC the held rows of a power-law graph (a grid of pairs; the IC(0)'s read across,
-    steps first) read their steps' tables from the blocks' step records and give t0's factor and
-    solve, rows fused with their solve rows or apart."""
-    monkeypatch.setattr(t3, "STEP_REC", True)
+    steps first) read their steps' tables from the blocks' step records, and with FUSE_REC a fused
+    row its base and its solve row's tables from the blocks' fused records (fused_records), and
+    give t0's factor and solve, rows fused with their solve rows or apart."""
+    monkeypatch.setattr(t3, "STEP_REC", steps)
+    monkeypatch.setattr(t3, "FUSE_REC", fused)
     mats = operands(pair, matrix("powerlaw_laplacian", 120, 3))
     t = rows.row_tables(pair, *mats)
     assert rows.grid_layout(t.held_shape) and rows.reads_across(t.held_shape, t.factor) == (pair == "spic0_sptrsv")
@@ -2505,9 +2508,26 @@ def test_step_records_give_t0s(pair, fuse, monkeypatch):
     monkeypatch.setattr(t3, "syncfree_launch", lambda *a, **k: seen.append(launch(*a, **k)[1]) or launch(*a, **k))
     b = np.random.default_rng(4).standard_normal(mats[0].shape[0])
     v = _vector(b, "float64")
-    run = t3.prepare(pair, *mats, like=v, executor="dataflow", fuse_rows=fuse, lean=False, block_rows=4)
+    run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow",
+                     fuse_rows=fuse, lean=False, block_rows=4)
     _check(run(v), _reference(pair, mats, b, "float64", ("step_rec", pair)), pair, mats, "float64", f"fuse={fuse}")
-    assert seen and all(meta.get("STEP_REC") is run.plan[1]["step_rec"] for meta in seen)
+    dev = run.plan[1]
+    assert seen and all((meta.get("STEP_REC") is dev.get("step_rec")) and ("step_rec" in dev) == steps
+                        for meta in seen)
+    with_fused = fused and run.plan[2] > 0
+    assert all((meta.get("FUSE_REC") is not None) == with_fused for meta in seen)
+    assert not fuse or pair != "spic0_sptrsv" or run.plan[2] > 0     # the IC(0)'s rows do fuse here
+    if with_fused:    # lane r's factor row v: FAC_PTR[v], v2 = fuse[v], and v2's RHS, DIAG, DST
+        t = run.tables
+        pad = t3.padded_blocks(*(dev[k].cpu().numpy() for k in ("blk_ptr", "blk_iter")), 4)
+        rec = dev["fuse_rec"].cpu().numpy().reshape(-1, 5, 4).transpose(1, 0, 2).reshape(5, -1)
+        fuse_of = dev["fuse"].cpu().numpy()
+        fac = (pad >= 0) & (pad < t.n1)
+        r, v2 = pad[fac], rec[1][fac]
+        assert (rec[0][fac] == t.fac_ptr[r]).all() and (v2 == fuse_of[r]).all() and (v2 >= 0).any()
+        two = v2 >= 0
+        assert (rec[2][fac][two] == t.rhs[v2[two]]).all() and (rec[3][fac][two] == t.diag[v2[two]]).all()
+        assert (rec[4][fac][two] == t.dst[v2[two]]).all() and (rec[1][~fac] == -1).all()
 
 
 @pytest.mark.parametrize("fuse", [False, True])

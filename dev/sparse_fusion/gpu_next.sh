@@ -34,8 +34,9 @@
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh step_rec      # the held rows' step records (STEP_REC) against the package
-#                                                  # (about 250 s); if kept, then tests and the cli rows below
+#   bash dev/sparse_fusion/gpu_next.sh step_rec rec_grids   # step records (STEP_REC) and fused records
+#                                                  # (FUSE_REC) against the package, the power-law factor pairs,
+#                                                  # then the grids' (about 250 s each); if kept, tests and cli
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD and BLK_REC
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
@@ -99,18 +100,21 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    step_rec)     # A/B of STEP_REC (off in the package): with BLK_REC, each block's held steps' ENT_VAL, ENT_AUX, U0
-                  # and STEP_BITS come in the round of its record (t3's step_records), one round of dependent
-                  # loads fewer again; alt1 is the package with step_rec.diff (the flag on). Checked on the CPU:
-                  # under the interpreter the sparse-fusion modules pass with it on and off; compiled for sm_90 at
-                  # 1M nodes, none spilled (STEP_REC's docstring)
+    step_rec | rec_grids)   # A/B of STEP_REC and FUSE_REC (both off in the package): with BLK_REC, each block's
+                  # held steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS (step_records), and each fused row's FAC_PTR and
+                  # its solve row's index, RHS, DIAG and DST (fused_records), come in the round of its record; alt1:
+                  # step_rec.diff (STEP_REC on), alt2: step_fuse_rec.diff (both on). Checked on the CPU: under the
+                  # interpreter the sparse-fusion modules pass with them on and off; compiled for sm_90 at 1M nodes,
+                  # none spilled (their docstrings)
+      local cases=powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32
+      cases=$cases,powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32
+      [ "$1" = rec_grids ] && cases=poisson3d:100:spilu0_sptrsv:sparse_fusion,poisson3d:100:spic0_sptrsv:sparse_fusion,\
+poisson3d:100:spic0_sptrsv:sparse_fusion:float32,poisson2d:1000:spic0_sptrsv:sparse_fusion
       find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/sr_pkg.tar -T - \
-        && variant sr dev/sparse_fusion/step_rec.diff || return 1
+        && variant sr dev/sparse_fusion/step_rec.diff && variant sfr dev/sparse_fusion/step_fuse_rec.diff || return 1
       PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/sr_pkg.tar,/tmp/sr.tar "$OUT/step_rec_ab.json" powerlaw:1000000:spilu0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
-powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32,poisson3d:100:spilu0_sptrsv:sparse_fusion,\
-poisson3d:100:spic0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/step_rec_ab.log" | cut -c1-400 | tail -6 ;;
+        /tmp/sr_pkg.tar,/tmp/sr.tar,/tmp/sfr.tar "$OUT/$1_ab.json" "$cases" 2>&1 | tee "$OUT/$1_ab.log" | cut -c1-400 \
+        | tail -6 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \

@@ -652,7 +652,8 @@ def _ones(x, WIDE: tl.constexpr):
 @triton.jit
 def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS,
                W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, FACTOR: tl.constexpr = 0,
-               APART: tl.constexpr = False, U0=None, lanes=None, first=None, last=None, held=None, SREC=None):
+               APART: tl.constexpr = False, U0=None, lanes=None, first=None, last=None, held=None, SREC=None,
+               base=None):
     """Which factor rows v[ok] are held, and the positions a held one works on, none of which
     another iteration writes: its first HOLD_LEN[v] entries (an [R, W] window from FAC_PTR[v],
     RowTables.hold_len), its steps ([R, S]: local index of the entry, pivot position) and the
@@ -686,7 +687,8 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
     ENT_PTR[v + 1] and HOLD_LEN[v] already read for every lane with a row (a block's record,
     t3's BLK_REC), one round fewer again. SREC (grid layout, W ≤ 32): the block's step record,
     [4, R, S] — each lane's steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS — read in the round of the
-    block's record instead of after it (t3's STEP_REC)."""
+    block's record instead of after it (t3's STEP_REC); `base`, FAC_PTR[v] already read (t3's
+    FUSE_REC)."""
     idx = ok if U0 is None else lanes
     if first is None:
         start = tl.load(ENT_PTR + v, mask=idx, other=0)
@@ -697,7 +699,10 @@ def held_fetch(v, ok, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD
         end = tl.where(idx, last, 0)
         span = tl.where(idx, held, 0)
     hold = ok & ((span > 0) | (end == start))
-    row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
+    if base is None:
+        row0 = tl.load(FAC_PTR + v, mask=hold, other=0)
+    else:
+        row0 = tl.where(hold, base, 0)
     at = row0[:, None] + tl.arange(0, W)[None, :]
     inrow = hold[:, None] & (tl.arange(0, W)[None, :] < span[:, None])
     e = start[:, None] + tl.arange(0, S)[None, :]

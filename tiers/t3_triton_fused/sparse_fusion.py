@@ -849,7 +849,8 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
     `short` (FETCH_SHORT) and held rows, the table of fetches_short: `u0`, each factor step's
     first pair (HOLD_LEN, which it also reads earlier, covers every row on the device anyway:
     sparse_rows.device_tables), and for blocks of more than one row `blk_pad` (padded_blocks; with
-    BLK_REC, block_records) and, with STEP_REC where held rows take a grid, `step_rec` (step_records).
+    BLK_REC, block_records) and, with STEP_REC where held rows take a grid, `step_rec` (step_records),
+    with FUSE_REC where rows are fused, `fuse_rec` (fused_records).
     Without `waits` (the values as flags, _syncfree's DATA, which polls entries and never reads
     a block's waits) the blocks come from ticket_cut, with no waits to dedupe, and the waits'
     tables are placeholders: on the development machine's CPU the dedupe was a sort of 0.5 s of
@@ -884,6 +885,8 @@ def _syncfree_plan(schedule, mats, tables, R, tickets, fuse_rows, device, waits=
             if BLK_REC and STEP_REC and rows.grid_layout(tables.held_shape) and W <= 32 \
                     and len(pad) * S * 4 < 2 ** 31:
                 host["step_rec"] = step_records(tables, pad, R, S, host["u0"])
+            if BLK_REC and FUSE_REC and fused:
+                host["fuse_rec"] = fused_records(tables, pad, R, fuse)
     return len(blk_ptr) - 1, rows.to_device(host, device), int((fuse >= 0).sum()) if fused else 0, staged
 
 
@@ -1081,6 +1084,32 @@ def step_records(tables, pad, R, S, u0) -> np.ndarray:
     return out.ravel()
 
 
+FUSE_REC = False
+"""With BLK_REC, where rows are fused (fused_rows): each block's fused record too (fused_records),
+so that a held factor row's FAC_PTR and its solve row's index, RHS, DIAG and DST come in the
+round of the block's record, not one and two rounds after it (20 · R bytes a block). Aimed at the
+power-law IC(0), whose blocks spent 3.4 µs of their slot on tables against the ILU(0)'s 2.6
+(stamps_powerlaw_ic_h100_*). Off until timed: prepared on 2026-12-06 after the session's device
+time was spent (dev/sparse_fusion/gpu_next.sh step_rec, rec_grids). Compiled for sm_90 (Triton
+3.6) at 1M nodes, the power-law IC(0): 95 registers at its cap of 96, 2 624 SASS instructions
+against 2 616 without it, none spilled; under the interpreter the sparse-fusion tests pass with
+it on and off."""
+
+
+def fused_records(tables, pad, R, fuse) -> np.ndarray:
+    """Per block of padded_blocks' rows, [5, R]: for lane r's factor row v, FAC_PTR[v] and its
+    fused solve row v2 = fuse[v] (−1: none), and where v2 ≥ 0, RHS[v2], DIAG[v2] and DST[v2];
+    0 (DIAG −1, v2 −1) elsewhere (_syncfree's FUSE_REC)."""
+    at = np.maximum(pad, 0)
+    fac = (pad >= 0) & (at < tables.n1)
+    base = np.where(fac, np.asarray(tables.fac_ptr)[np.minimum(at, len(tables.fac_ptr) - 1)], 0)
+    v2 = np.where(fac, np.asarray(fuse)[np.minimum(at, len(fuse) - 1)], -1)
+    two, c = v2 >= 0, np.maximum(v2, 0)
+    rec = np.stack([base, v2, np.where(two, tables.rhs[c], 0), np.where(two, tables.diag[c], -1),
+                    np.where(two, tables.dst[c], 0)])
+    return np.ascontiguousarray(rec.astype(np.int32).reshape(5, -1, R).transpose(1, 0, 2)).ravel()
+
+
 def fetches_short(run) -> bool:
     """_syncfree's short fetch (ONE_ROW, U0) for held rows on the dataflow executor, where
     prepare built its table (FETCH_SHORT; _syncfree_plan builds it only for those)."""
@@ -1203,6 +1232,8 @@ def syncfree_launch(run, val, vec, own=None) -> tuple:
         tables["BLK_REC"] = sdev["blk_pad"].numel() == 5 * blocks * run.block_rows     # block_records'
         if "step_rec" in sdev and tables["BLK_REC"]:
             tables["STEP_REC"] = sdev["step_rec"]
+        if "fuse_rec" in sdev and tables["BLK_REC"] and fused > 0:
+            tables["FUSE_REC"] = sdev["fuse_rec"]
     return ((sync, blocks, sdev["blk_ptr"], sdev["blk_iter"], sdev["dep_ptr"], sdev["dep_blk"],
              *rows.table_args(run.dev), val, vec, sdev["fuse"], sdev["x_at"], own if data else val,
              sdev["late"], run.tables.n1),
@@ -1732,7 +1763,8 @@ class Prepared:
             self.data = executor == "dataflow"
             self.data_template = None           # VAL with the sentinel, made by the first call (_data_buffers)
             short = FETCH_SHORT and self.data
-            key = ("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short, BLK_REC, STEP_REC)
+            key = ("t3_syncfree", tickets, block_rows, fuse_rows, self.data, str(device), short, BLK_REC, STEP_REC,
+                   FUSE_REC)
             self.plan = schedule.cached(key,
                                         lambda: _syncfree_plan(schedule, problem.matrices, self.tables, block_rows,
                                                                tickets, fuse_rows, device, waits=not self.data,

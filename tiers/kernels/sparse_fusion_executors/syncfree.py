@@ -16,7 +16,8 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
               W: tl.constexpr, S: tl.constexpr, C: tl.constexpr, WALK: tl.constexpr, FUSED: tl.constexpr,
               LOOP: tl.constexpr, STRIDE: tl.constexpr, NAP: tl.constexpr, DATA: tl.constexpr, SENT: tl.constexpr,
               APART: tl.constexpr, STAGED: tl.constexpr, RELOOK: tl.constexpr, LOOK_LATE: tl.constexpr = False,
-              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None, BLK_REC: tl.constexpr = False, STEP_REC=None):
+              U0=None, ONE_ROW: tl.constexpr = False, BLK_PAD=None, BLK_REC: tl.constexpr = False, STEP_REC=None,
+              FUSE_REC=None):
     """SYNC[0] is the ticket counter, SYNC[1 + t] the flag of block t (all zero at launch). LOOP:
     persistent programs, each running blocks until none is left; STRIDE (CLAIMS): program p runs
     blocks p, p + P, … of the P launched together instead of taking tickets; NAP: ns a waiting
@@ -42,7 +43,9 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     U0 (each factor step's first pair) goes to held_fetch, which then reads HOLD_LEN beside KIND.
     BLK_REC (with BLK_PAD): block t's record at BLK_PAD[5·R·t …], five rows of R — the rows, then
     their KIND, ENT_PTR, ENT_PTR + 1 and HOLD_LEN — read in one round, not two; and STEP_REC (with
-    BLK_REC) block t's step record at STEP_REC[4·R·S·t …], which held_fetch reads in that round too."""
+    BLK_REC) block t's step record at STEP_REC[4·R·S·t …], which held_fetch reads in that round too;
+    FUSE_REC (with BLK_REC, FUSED) block t's fused record at FUSE_REC[5·R·t …], five rows of R —
+    each factor row's FAC_PTR, its solve row and that row's RHS, DIAG and DST — in that round too."""
     if STRIDE:
         t = tl.program_id(0)
     else:
@@ -61,6 +64,15 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             held = tl.load(rec + 4 * R)
             ok = v >= 0
             v = tl.where(ok, v, 0)
+            if FUSE_REC is not None:
+                frec = FUSE_REC + t * (5 * R) + tl.arange(0, R)
+                base = tl.load(frec)
+                v2r = tl.load(frec + R)
+                rhs2r = tl.load(frec + 2 * R)
+                dat2r = tl.load(frec + 3 * R)
+                dst2r = tl.load(frec + 4 * R)
+            else:
+                base = None
         elif BLK_PAD is not None:
             v = tl.load(BLK_PAD + t * R + tl.arange(0, R))
             ok = v >= 0
@@ -88,11 +100,11 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             if STEP_REC is not None:
                 hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                     v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
-                    C, FACTOR, APART, U0, ok, first, last, held, STEP_REC + t * (4 * R * S))
+                    C, FACTOR, APART, U0, ok, first, last, held, STEP_REC + t * (4 * R * S), base)
             elif BLK_REC:
                 hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                     v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
-                    C, FACTOR, APART, U0, ok, first, last, held)
+                    C, FACTOR, APART, U0, ok, first, last, held, None, base)
             else:
                 hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
                     v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
@@ -102,15 +114,23 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
         else:
             walk = fac
         if FUSED:    # the solve row each factor row carries, and (held) where its x_j are
-            v2 = tl.load(FUSE + v, mask=fac, other=-1)
+            if FUSE_REC is not None:
+                v2 = tl.where(fac, v2r, -1)
+            else:
+                v2 = tl.load(FUSE + v, mask=fac, other=-1)
             two = fac & (v2 >= 0)
             if W > 0:
                 two_held = two & hold
                 x_at = tl.load(X_AT + w_at, mask=inrow & two[:, None], other=-1)
-                b2 = tl.load(VEC + tl.load(RHS + v2, mask=two_held, other=0), mask=two_held, other=0.0)
-                d_at = tl.load(DIAG + v2, mask=two_held, other=-1)
+                if FUSE_REC is not None:
+                    b2 = tl.load(VEC + rhs2r, mask=two_held, other=0.0)
+                    d_at = tl.where(two_held, dat2r, -1)
+                    dst2 = tl.where(two_held, dst2r, 0)
+                else:
+                    b2 = tl.load(VEC + tl.load(RHS + v2, mask=two_held, other=0), mask=two_held, other=0.0)
+                    d_at = tl.load(DIAG + v2, mask=two_held, other=-1)
+                    dst2 = tl.load(DST + v2, mask=two_held, other=0)
                 d_loc = tl.where(d_at >= 0, d_at - row0, -1)
-                dst2 = tl.load(DST + v2, mask=two_held, other=0)
             if W == 0 or WALK:    # walked rows solve from memory: their tables now, off the critical path
                 start2, end2, m2, pv2, px2, a2, rhs2, diag2, d2, sign2, dst2w = affine_fetch(
                     v2, two & walk, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, False, CHUNK)
