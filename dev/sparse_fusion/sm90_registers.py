@@ -39,13 +39,13 @@ TYPES = {torch.float64: "fp64", torch.float32: "fp32", torch.int32: "i32", torch
 def compile_sm90(fn, args, meta, maxnreg=None):
     """triton.compile of the JIT function fn for sm_90, its non-constexpr arguments typed from
     `args` and then `meta` by name (tensors: pointers; ints: i32; one left out: its default, None,
-    a constexpr) and its constexprs from `meta`."""
+    a constexpr) and its constexprs from `meta` (one left out: its default)."""
     meta = dict(meta)
     num_warps = meta.pop("num_warps", 1)
     signature, constants, it = {}, {}, iter(args)
     for i, name in enumerate(fn.arg_names):
         if fn.params[i].is_constexpr:
-            signature[name], constants[name] = "constexpr", meta[name]
+            signature[name], constants[name] = "constexpr", meta.get(name, fn.params[i].default)
             continue
         a = next(it, meta.get(name, fn.params[i].default))
         if a is None:

@@ -10,6 +10,13 @@ from tiers.kernels.sparse_rows import (affine_fetch, affine_finish, factor_rows,
 
 
 @triton.jit
+def _five_rows(at, R: tl.constexpr):
+    """The five rows of R of a block's record (BLK_REC, FUSE_REC), `at` its first row's pointers:
+    loads that wait for nothing but the ticket."""
+    return tl.load(at), tl.load(at + R), tl.load(at + 2 * R), tl.load(at + 3 * R), tl.load(at + 4 * R)
+
+
+@triton.jit
 def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A,
               UPD_B, RHS, DIAG, SIGN, DST, FAC_PTR, HOLD_LEN, STEP_BITS, VAL, VEC, FUSE, X_AT, OWN, LATE, N_IN,
               FACTOR: tl.constexpr, R: tl.constexpr, CHUNK: tl.constexpr, DEPS: tl.constexpr, WIDE: tl.constexpr,
@@ -56,21 +63,11 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             ok = lane < N_BLK
             v = tl.load(BLK_ITER + lane, mask=ok, other=0)
         elif BLK_REC:
-            rec = BLK_PAD + t * (5 * R) + tl.arange(0, R)
-            v = tl.load(rec)
-            kind = tl.load(rec + R)
-            first = tl.load(rec + 2 * R)
-            last = tl.load(rec + 3 * R)
-            held = tl.load(rec + 4 * R)
+            v, kind, first, last, held = _five_rows(BLK_PAD + t * (5 * R) + tl.arange(0, R), R)
             ok = v >= 0
             v = tl.where(ok, v, 0)
             if FUSE_REC is not None:
-                frec = FUSE_REC + t * (5 * R) + tl.arange(0, R)
-                base = tl.load(frec)
-                v2r = tl.load(frec + R)
-                rhs2r = tl.load(frec + 2 * R)
-                dat2r = tl.load(frec + 3 * R)
-                dst2r = tl.load(frec + 4 * R)
+                base, v2r, rhs2r, dat2r, dst2r = _five_rows(FUSE_REC + t * (5 * R) + tl.arange(0, R), R)
             else:
                 base = None
         elif BLK_PAD is not None:
