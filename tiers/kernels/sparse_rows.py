@@ -1122,6 +1122,14 @@ class RowTables:
         return steps & (self.hold_len == 0) if self.factor and self.held_shape[0] else steps & bool(self.factor)
 
     @functools.cached_property
+    def hold_len_every(self) -> np.ndarray:
+        """hold_len over every iteration, 0 past the factor rows (the device's HOLD_LEN, which a
+        kernel may read for a lane before knowing its kind; t3's block records)."""
+        every = np.zeros(max(len(self.ent_ptr) - 1, len(self.hold_len)), dtype=np.int32)
+        every[:len(self.hold_len)] = self.hold_len
+        return every
+
+    @functools.cached_property
     def walked_iterations(self) -> np.ndarray:
         """walked over the joint iterations (n1 + n2; kernel 2's rows never walk): the rows t3's
         plan gives blocks of their own (WALK_ALONE), by the iteration ids its blocks hold."""
@@ -1474,9 +1482,7 @@ def device_tables(problem, device) -> tuple:
 
     def arrays():
         out = {**{k: getattr(tables, k) for k in RowTables.ARRAYS}, **_factor_index(tables)}
-        every = np.zeros(max(len(tables.ent_ptr) - 1, len(tables.hold_len)), dtype=np.int32)
-        every[:len(tables.hold_len)] = tables.hold_len
-        out["hold_len"] = every
+        out["hold_len"] = tables.hold_len_every
         return to_device(out, device)
     dev = pattern_cached(problem, ("row_tables", str(device)), arrays)
     return tables, dev

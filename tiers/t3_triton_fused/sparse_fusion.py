@@ -1049,10 +1049,14 @@ def block_records(tables, pad, R) -> np.ndarray:
     (−1 past a block's last), their kind, first and end entry, and held length (0 where none)."""
     at = np.maximum(pad, 0)
     ent_ptr = np.asarray(tables.ent_ptr)
-    held = np.zeros(len(ent_ptr) - 1, dtype=np.int64)
-    held[:len(tables.hold_len)] = tables.hold_len
-    rec = np.stack([pad, np.asarray(tables.kind)[at], ent_ptr[at], ent_ptr[at + 1], held[at]])
-    return np.ascontiguousarray(rec.astype(np.int32).reshape(5, -1, R).transpose(1, 0, 2)).ravel()
+    return _per_block([pad, np.asarray(tables.kind)[at], ent_ptr[at], ent_ptr[at + 1], tables.hold_len_every[at]], R)
+
+
+def _per_block(rows_, R) -> np.ndarray:
+    """Rows of one value per padded slot (B · R each) as int32 records, block by block: block t's
+    k-th row of R at [(t · len(rows_) + k) · R …] (block_records, fused_records)."""
+    rec = np.stack(rows_).astype(np.int32)
+    return np.ascontiguousarray(rec.reshape(len(rows_), -1, R).transpose(1, 0, 2)).ravel()
 
 
 STEP_REC = False
@@ -1105,9 +1109,8 @@ def fused_records(tables, pad, R, fuse) -> np.ndarray:
     base = np.where(fac, np.asarray(tables.fac_ptr)[np.minimum(at, len(tables.fac_ptr) - 1)], 0)
     v2 = np.where(fac, np.asarray(fuse)[np.minimum(at, len(fuse) - 1)], -1)
     two, c = v2 >= 0, np.maximum(v2, 0)
-    rec = np.stack([base, v2, np.where(two, tables.rhs[c], 0), np.where(two, tables.diag[c], -1),
-                    np.where(two, tables.dst[c], 0)])
-    return np.ascontiguousarray(rec.astype(np.int32).reshape(5, -1, R).transpose(1, 0, 2)).ravel()
+    return _per_block([base, v2, np.where(two, tables.rhs[c], 0), np.where(two, tables.diag[c], -1),
+                       np.where(two, tables.dst[c], 0)], R)
 
 
 def fetches_short(run) -> bool:

@@ -58,6 +58,11 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
     else:
         t = tl.atomic_add(SYNC, 1, sem="relaxed")
     while t < N_BLK:
+        first = None        # what a block's records hold (BLK_REC, STEP_REC, FUSE_REC), else read below
+        last = None
+        held = None
+        base = None
+        srec = None
         if ONE_ROW:
             lane = t + tl.arange(0, R)
             ok = lane < N_BLK
@@ -68,44 +73,31 @@ def _syncfree(SYNC, N_BLK, BLK_PTR, BLK_ITER, DEP_PTR, DEP_BLK, KIND, ENT_PTR, E
             v = tl.where(ok, v, 0)
             if FUSE_REC is not None:
                 base, v2r, rhs2r, dat2r, dst2r = _five_rows(FUSE_REC + t * (5 * R) + tl.arange(0, R), R)
-            else:
-                base = None
+            if STEP_REC is not None:
+                srec = STEP_REC + t * (4 * R * S)
         elif BLK_PAD is not None:
             v = tl.load(BLK_PAD + t * R + tl.arange(0, R))
             ok = v >= 0
             v = tl.where(ok, v, 0)
         else:
-            first = tl.load(BLK_PTR + t)
-            lane = first + tl.arange(0, R)
+            lo = tl.load(BLK_PTR + t)
+            lane = lo + tl.arange(0, R)
             ok = lane < tl.load(BLK_PTR + t + 1)
             v = tl.load(BLK_ITER + lane, mask=ok, other=0)
         if BLK_REC:
             fac = ok & (kind != 0)
-            aff = ok & ~fac
-            # what no other block writes is read before waiting: after the wait, one round of loads
-            start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-                v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK, first, last)
+        elif FACTOR != 0:
+            fac = tl.load(KIND + v, mask=ok, other=0) != 0
         else:
-            if FACTOR != 0:
-                fac = tl.load(KIND + v, mask=ok, other=0) != 0
-            else:
-                fac = ok & False
-            aff = ok & ~fac
-            start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
-                v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK)
+            fac = ok & False
+        aff = ok & ~fac
+        # what no other block writes is read before waiting: after the wait, one round of loads
+        start, end, m, pv, px, a, rhs_at, diag_at, d, sign, dst = affine_fetch(
+            v, aff, ENT_PTR, ENT_VAL, ENT_AUX, RHS, DIAG, SIGN, DST, VAL, FACTOR == 0, CHUNK, first, last)
         if W > 0:    # held factor rows: their positions too, dependent loads off the critical path
-            if STEP_REC is not None:
-                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
-                    C, FACTOR, APART, U0, ok, first, last, held, STEP_REC + t * (4 * R * S), base)
-            elif BLK_REC:
-                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
-                    C, FACTOR, APART, U0, ok, first, last, held, None, base)
-            else:
-                hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
-                    v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S,
-                    C, FACTOR, APART, U0, ok)
+            hold, w_at, inrow, steps, sm, loc, aux, mine, other, row0 = held_fetch(
+                v, fac, FAC_PTR, HOLD_LEN, ENT_PTR, ENT_VAL, ENT_AUX, UPD_PTR, UPD_A, UPD_B, STEP_BITS, W, S, C,
+                FACTOR, APART, U0, ok, first, last, held, srec, base)
             walk = fac & ~hold
             late = tl.load(LATE + v, mask=hold, other=0) if STAGED else 0
         else:
