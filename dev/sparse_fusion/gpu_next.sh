@@ -29,16 +29,16 @@
 # padded blocks' A/B on the grids (blk_pad_grids_ab_h100_*), tests with 40d223f (1004 and 73), and cli powerlaw
 # spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 after give_back got an H100); at 08:14 UTC on an H100, by
 # hand, the block records' A/B (blk_rec_ab_h100_*: kept as BLK_REC), then tests and cli powerlaw
-# spilu0_sptrsv,spic0_sptrsv with them (1007 and 73). A warm machine answers each call within seconds; a cold one
+# spilu0_sptrsv,spic0_sptrsv with them (1007 and 73); at 10:25 UTC on an H100, step_rec rec_grids (step and fused
+# records kept as STEP_REC and FUSE_REC; the diffs, regenerated after fd5a0d4's mends, and the step removed), then tests with both on
+# (1020 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 kept the warm H100). A warm
+# machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh step_rec rec_grids   # step records (STEP_REC) and fused records
-#                                                  # (FUSE_REC) against the package, the power-law factor pairs,
-#                                                  # then the grids' (about 250 s each); if kept, tests and cli
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
-#                                                  # with WALK_ALONE, BLK_PAD and BLK_REC
+#                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC and FUSE_REC
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -100,21 +100,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    step_rec | rec_grids)   # A/B of STEP_REC and FUSE_REC (both off in the package): with BLK_REC, each block's
-                  # held steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS (step_records), and each fused row's FAC_PTR and
-                  # its solve row's index, RHS, DIAG and DST (fused_records), come in the round of its record; alt1:
-                  # step_rec.diff (STEP_REC on), alt2: step_fuse_rec.diff (both on). Checked on the CPU: under the
-                  # interpreter the sparse-fusion modules pass with them on and off; compiled for sm_90 at 1M nodes,
-                  # none spilled (their docstrings)
-      local cases=powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32
-      cases=$cases,powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32
-      [ "$1" = rec_grids ] && cases=poisson3d:100:spilu0_sptrsv:sparse_fusion,poisson3d:100:spic0_sptrsv:sparse_fusion,\
-poisson3d:100:spic0_sptrsv:sparse_fusion:float32,poisson2d:1000:spic0_sptrsv:sparse_fusion
-      find tiers -name __pycache__ -prune -o -type f -print | tar -cf /tmp/sr_pkg.tar -T - \
-        && variant sr dev/sparse_fusion/step_rec.diff && variant sfr dev/sparse_fusion/step_fuse_rec.diff || return 1
-      PYTHONPATH="$PWD/dev/sparse_fusion:$PYTHONPATH" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-        /tmp/sr_pkg.tar,/tmp/sr.tar,/tmp/sfr.tar "$OUT/$1_ab.json" "$cases" 2>&1 | tee "$OUT/$1_ab.log" | cut -c1-400 \
-        | tail -6 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \

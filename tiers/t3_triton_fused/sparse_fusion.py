@@ -1059,12 +1059,14 @@ def _per_block(rows_, R) -> np.ndarray:
     return np.ascontiguousarray(rec.reshape(len(rows_), -1, R).transpose(1, 0, 2)).ravel()
 
 
-STEP_REC = False
+STEP_REC = True
 """With BLK_REC, where held rows take their pairs as a grid: each block's step record too
 (step_records), so that held_fetch reads its steps' ENT_VAL, ENT_AUX, U0 and STEP_BITS in the
 round of the block's record, not one round after it (16 · R · S bytes a block: 128 MB for the
-power-law ILU(0)'s 250 000 blocks of R = 8, S = 4). Off until timed: prepared on 2026-12-06 after
-the session's device time was spent (dev/sparse_fusion/gpu_next.sh step_rec). Compiled for sm_90
+power-law ILU(0)'s 250 000 blocks of R = 8, S = 4). On an H100 (2026-12-06, one-process A/B,
+figures/data/step_rec_ab_h100_2026-12-06.*, medians of 5 rounds, ms): the power-law IC(0) 0.545–0.547
+→ 0.500, float32 0.457–0.459 → 0.410; ILU(0) 0.791–0.793 → 0.783, float32 0.690–0.695 → 0.668; the
+grids' factor pairs within the spread (rec_grids_ab_h100_*). Compiled for sm_90
 (Triton 3.6) at 1M nodes: the power-law ILU(0) 91 registers at its cap of 112 (2 656 SASS
 instructions against 2 696 without it), float32 86, IC(0) 95 at 96, none spilled; under the
 interpreter the sparse-fusion tests pass with it on and off. Host cost, on the development
@@ -1088,13 +1090,13 @@ def step_records(tables, pad, R, S, u0) -> np.ndarray:
     return out.ravel()
 
 
-FUSE_REC = False
+FUSE_REC = True
 """With BLK_REC, where rows are fused (fused_rows): each block's fused record too (fused_records),
 so that a held factor row's FAC_PTR and its solve row's index, RHS, DIAG and DST come in the
 round of the block's record, not one and two rounds after it (20 · R bytes a block). Aimed at the
 power-law IC(0), whose blocks spent 3.4 µs of their slot on tables against the ILU(0)'s 2.6
-(stamps_powerlaw_ic_h100_*). Off until timed: prepared on 2026-12-06 after the session's device
-time was spent (dev/sparse_fusion/gpu_next.sh step_rec, rec_grids). Compiled for sm_90 (Triton
+(stamps_powerlaw_ic_h100_*). On an H100 beside STEP_REC (same A/B): the power-law IC(0) 0.500 →
+0.476, float32 0.410 → 0.388; ILU(0) and the grids unchanged. Compiled for sm_90 (Triton
 3.6) at 1M nodes, the power-law IC(0): 95 registers at its cap of 96, 2 624 SASS instructions
 against 2 616 without it, none spilled; under the interpreter the sparse-fusion tests pass with
 it on and off."""
