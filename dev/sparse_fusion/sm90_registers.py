@@ -57,14 +57,16 @@ def compile_sm90(fn, args, meta, maxnreg=None):
 
 
 def usage(kernel, path):
-    """(registers and stack as cuobjdump says them, SASS instructions)."""
+    """(registers and stack as cuobjdump says them, SASS instructions, shared memory in bytes: with
+    the registers, what bounds the programs an SM holds)."""
     with open(path, "wb") as f:
         f.write(kernel.asm["cubin"])
     res = subprocess.run([os.path.join(BIN, "cuobjdump"), "--dump-resource-usage", path],
                          capture_output=True, text=True).stdout
     sass = subprocess.run([os.path.join(BIN, "cuobjdump"), "-sass", path], capture_output=True, text=True).stdout
     return (re.search(r"REG:\d+ STACK:\d+", res).group(0),
-            sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,6}\*/", line)))
+            sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,6}\*/", line)),
+            f"shared={kernel.metadata.shared}")
 
 
 def launch_args(run, val, vec, own, extra=()):
