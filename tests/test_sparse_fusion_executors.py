@@ -2437,6 +2437,35 @@ def test_walked_rows_take_blocks_of_their_own(fuse):
     assert (size[walked] == 1).all() and (size[~walked] > 1).any()
 
 
+def test_graph_own_copies_back_only_walked_entries(monkeypatch):
+    """t3's graph keeps OWN from call to call and copies back from A's values only the walked rows'
+    entries (OWN_WALKED, _graph_own): those are all a call writes in OWN, so each call, run as the
+    graph runs it, still gives t0's factor and solve, and OWN is A's values everywhere else."""
+    pair = "spilu0_sptrsv"
+    mats = operands(pair, _hub_walks(261, 5))
+    run = _walked_dataflow_is_t0s(pair, mats, False, 19, "hub_walks_own", block_rows=4)
+    t = run.tables
+    spans = [np.arange(t.fac_ptr[v], t.fac_ptr[v + 1]) for v in np.flatnonzero(t.walked)]
+    assert len(spans) > 0 and (t.walked_entries == np.concatenate(spans)).all()
+    own, walked = t3._graph_own(run)
+    assert (walked.cpu().numpy() == t.walked_entries).all() and own.data_ptr() != run.values.data_ptr()
+    outside = np.ones(run.values.numel(), dtype=bool)
+    outside[t.walked_entries] = False
+    for seed in (23, 29):
+        b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+        v = _vector(b, "float64")
+        own.index_copy_(0, walked, run.values.index_select(0, walked))
+        val, _, vec = t3._data_buffers(run, v)
+        t3._run_syncfree(run, val, vec, own)
+        out = rows.results(t, run.dev, val, rows.vector_outs(t, vec))
+        _check(out, _reference(pair, mats, b, "float64", ("hub_walks_own", seed)), pair, mats, "float64",
+               f"OWN kept, call {seed}")
+        assert torch.equal(own[outside], run.values[outside])
+        assert not torch.equal(own[~outside], run.values[~outside])     # the walked rows worked there
+    monkeypatch.setattr(t3, "OWN_WALKED", False)
+    assert t3._graph_own(run) == (None, None)
+
+
 @settings(max_examples=40, deadline=None)
 @given(widths=st.lists(st.integers(1, 8), min_size=1, max_size=30), R=st.sampled_from([8, 16]))
 def test_padded_blocks_hold_each_blocks_rows(widths, R):

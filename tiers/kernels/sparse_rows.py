@@ -1138,6 +1138,16 @@ class RowTables:
         return out
 
     @functools.cached_property
+    def walked_entries(self) -> np.ndarray:
+        """VAL positions of the walked rows' entries (walked), ascending, int64: all that a DATA
+        call writes in OWN (factor_rows stores only in its own row there; held rows read OWN)."""
+        at = np.flatnonzero(self.walked)
+        start = np.asarray(self.fac_ptr)[at].astype(np.int64)
+        lens = np.asarray(self.fac_ptr)[at + 1].astype(np.int64) - start
+        first = np.concatenate(([0], np.cumsum(lens)[:-1]))
+        return np.repeat(start - first, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+
+    @functools.cached_property
     def walks(self) -> bool:
         """Whether some factor rows walk beside held ones (walked): the kernels' WALK."""
         return bool(self.held_shape[0]) and bool(self.walked.any())

@@ -1343,6 +1343,31 @@ the eager call's best rounds, and the host's share of a call, which a process an
 load move, is out of it."""
 
 
+OWN_WALKED = True
+"""Whether t3's graph keeps OWN from call to call where walked rows work beside held ones, copying
+back from A's values only the walked rows' entries before each kernel (_graph_own), instead of a
+fresh copy of every entry (the power-law ILU(0): 7M entries a call, 112 MB of traffic, for its 730
+walked hub rows' entries). Measured on an H100 (2026-12-06, A/B in one process against the files of
+38061d7 twice, 5 rotated rounds, every output checked, figures/data/own_walked_ab_h100_2026-12-06.*),
+the power-law ILU(0) 0.765 / 0.772 → 0.727 ms, float32 0.707 / 0.707 → 0.695. Its first form let the
+allocator reuse OWN and the positions after the capture (nothing held them): wrong factors and
+device-side asserts on the GPU (own_walked_ab_h100_2026-12-06_freed.*), which the interpreter,
+running no graph, cannot show; _Graph.kept holds them since."""
+
+
+def _graph_own(run):
+    """(OWN, positions) for _capture: where walked rows work beside held ones (OWN_WALKED), a copy
+    of A's values made once and the walked rows' entries (RowTables.walked_entries) on the device,
+    which each replay copies back from A's values — the only entries a kernel writes in OWN;
+    (run.values, None) where no row walks, (None, None) where every row walks (a fresh copy)."""
+    t = run.tables
+    if not _works_in_own(run):
+        return run.values, None
+    if not (OWN_WALKED and t.walks and t.held(run.block_rows)[0]):
+        return None, None
+    return run.values.clone(), torch.from_numpy(t.walked_entries).to(run.values.device)
+
+
 class _Graph(NamedTuple):
     graph: object              # torch.cuda.CUDAGraph
     address: np.ndarray        # [1] int64 in pinned host memory: the input's address, read by the replay
@@ -1350,6 +1375,8 @@ class _Graph(NamedTuple):
     vec: torch.Tensor          # the vectors it writes
     marks: torch.Tensor        # rows.entry_marks: what rows.factor_out puts back in val and tests
     flag: torch.Tensor         # [1] int32 the replay zeroes, for rows.factor_out's breakdown flag
+    kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
+                               # or the allocator hands its memory to the next tensor
 
 
 def _graphed(run, vector):
@@ -1388,6 +1415,7 @@ def _capture(run, vector):
     reset = not run.lean                 # the lean rows read no entry a step rewrites: nothing to reset
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device), reset),
                                 lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
+    own, walked = (None, None) if run.lean else _graph_own(run)
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
@@ -1398,11 +1426,14 @@ def _capture(run, vector):
             flag.zero_()
             launch_lean(run, val, vec)
         else:
-            own = run.values.clone() if _works_in_own(run) else run.values
+            if walked is not None:
+                own.index_copy_(0, walked, run.values.index_select(0, walked))
+            elif _works_in_own(run):
+                own = run.values.clone()
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-    return _Graph(graph, address.numpy(), val, vec, marks, flag)
+    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
