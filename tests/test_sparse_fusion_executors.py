@@ -2437,16 +2437,25 @@ def test_walked_rows_take_blocks_of_their_own(fuse):
     assert (size[walked] == 1).all() and (size[~walked] > 1).any()
 
 
-def test_graph_own_copies_back_only_walked_entries(monkeypatch):
+@pytest.mark.parametrize("pair, fuse", [("spilu0_sptrsv", False), ("spilu0_sptrsv", True),
+                                        ("spic0_sptrsv", False), ("spic0_sptrsv", True)])
+def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     """t3's graph keeps OWN from call to call and copies back from A's values only the walked rows'
     entries (OWN_WALKED, _graph_own): those are all a call writes in OWN, so each call, run as the
-    graph runs it, still gives t0's factor and solve, and OWN is A's values everywhere else."""
-    pair = "spilu0_sptrsv"
-    mats = operands(pair, _hub_walks(261, 5))
-    run = _walked_dataflow_is_t0s(pair, mats, False, 19, "hub_walks_own", block_rows=4)
+    graph runs it, still gives t0's factor and solve, and OWN is A's values everywhere else —
+    ILU(0) with two walked hubs, IC(0) on the 27-point stencil with HOLD_SHARE low (its boundary
+    rows walk), rows apart and fused with their solve rows."""
+    if pair == "spilu0_sptrsv":
+        mats, R = operands(pair, _hub_walks(261, 5)), 4
+    else:
+        monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+        monkeypatch.setattr(rows, "_PATTERNS", {})
+        mats, R = operands(pair, matrix("poisson3d_27", 27, 5)), 2
+    key = f"own_{pair}_{fuse}"
+    run = _walked_dataflow_is_t0s(pair, mats, fuse, 19, key, block_rows=R)
     t = run.tables
     spans = [np.arange(t.fac_ptr[v], t.fac_ptr[v + 1]) for v in np.flatnonzero(t.walked)]
-    assert len(spans) > 0 and (t.walked_entries == np.concatenate(spans)).all()
+    assert t.walks and len(spans) > 0 and (t.walked_entries == np.concatenate(spans)).all()
     own, walked = t3._graph_own(run)
     assert (walked.cpu().numpy() == t.walked_entries).all() and own.data_ptr() != run.values.data_ptr()
     outside = np.ones(run.values.numel(), dtype=bool)
@@ -2458,8 +2467,8 @@ def test_graph_own_copies_back_only_walked_entries(monkeypatch):
         val, _, vec = t3._data_buffers(run, v)
         t3._run_syncfree(run, val, vec, own)
         out = rows.results(t, run.dev, val, rows.vector_outs(t, vec))
-        _check(out, _reference(pair, mats, b, "float64", ("hub_walks_own", seed)), pair, mats, "float64",
-               f"OWN kept, call {seed}")
+        _check(out, _reference(pair, mats, b, "float64", (key, seed)), pair, mats, "float64",
+               f"{pair} fuse={fuse}, OWN kept, call {seed}")
         assert torch.equal(own[outside], run.values[outside])
         assert not torch.equal(own[~outside], run.values[~outside])     # the walked rows worked there
     monkeypatch.setattr(t3, "OWN_WALKED", False)
