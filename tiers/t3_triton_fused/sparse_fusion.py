@@ -1359,7 +1359,8 @@ def _graph_own(run):
     """(OWN, positions) for _capture: where walked rows work beside held ones (OWN_WALKED), a copy
     of A's values made once and the walked rows' entries (RowTables.walked_entries) on the device,
     which each replay copies back from A's values — the only entries a kernel writes in OWN;
-    (run.values, None) where no row walks, (None, None) where every row walks (a fresh copy)."""
+    (run.values, None) where no row walks; (None, None) otherwise — every row walks, or
+    OWN_WALKED is off — for a fresh copy each call."""
     t = run.tables
     if not _works_in_own(run):
         return run.values, None
@@ -1408,7 +1409,7 @@ def _capture(run, vector):
     writes (every call leaves them as they were); after each replay rows.factor_out copies the
     factor out and, for the values as flags, puts the sentinel back where the steps write
     (RowTables.rewritten: 4M of the 3D grid's 7M entries), which the lean rows write again on
-    every call and never read."""
+    every call and never read. OWN, where rows walk, as _graph_own says."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
     val = run.values.clone() if run.lean else run.data_template.clone()
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
@@ -1428,7 +1429,7 @@ def _capture(run, vector):
         else:
             if walked is not None:
                 own.index_copy_(0, walked, run.values.index_select(0, walked))
-            elif _works_in_own(run):
+            elif own is None:            # a fresh copy each call (_graph_own)
                 own = run.values.clone()
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
