@@ -2475,6 +2475,18 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     assert t3._graph_own(run) == (None, None)
 
 
+def _launch_metas(monkeypatch) -> list:
+    """The constexprs of every _syncfree launch from here on (t3.syncfree_launch's), in a list."""
+    launch, seen = t3.syncfree_launch, []
+
+    def spy(*a, **k):
+        args, meta = launch(*a, **k)
+        seen.append(meta)
+        return args, meta
+    monkeypatch.setattr(t3, "syncfree_launch", spy)
+    return seen
+
+
 @settings(max_examples=40, deadline=None)
 @given(widths=st.lists(st.integers(1, 8), min_size=1, max_size=30), R=st.sampled_from([8, 16]))
 def test_padded_blocks_hold_each_blocks_rows(widths, R):
@@ -2497,8 +2509,7 @@ def test_blocks_of_several_held_rows_read_the_padded_table(rec, steps, monkeypat
     monkeypatch.setattr(t3, "STEP_REC", steps)
     pair = "spilu0_sptrsv"
     mats = operands(pair, _hub_walks(261, 5))
-    launch, seen = t3.syncfree_launch, []
-    monkeypatch.setattr(t3, "syncfree_launch", lambda *a, **k: seen.append(launch(*a, **k)[1]) or launch(*a, **k))
+    seen = _launch_metas(monkeypatch)
     run = _walked_dataflow_is_t0s(pair, mats, False, 17, "hub_walks_alone", block_rows=4)
     dev = run.plan[1]
     ptr, seq = (dev[k].cpu().numpy() for k in ("blk_ptr", "blk_iter"))
@@ -2542,8 +2553,7 @@ def test_step_records_give_t0s(pair, fuse, steps, fused, monkeypatch):
     mats = operands(pair, matrix("powerlaw_laplacian", 120, 3))
     t = rows.row_tables(pair, *mats)
     assert rows.grid_layout(t.held_shape) and rows.reads_across(t.held_shape, t.factor) == (pair == "spic0_sptrsv")
-    launch, seen = t3.syncfree_launch, []
-    monkeypatch.setattr(t3, "syncfree_launch", lambda *a, **k: seen.append(launch(*a, **k)[1]) or launch(*a, **k))
+    seen = _launch_metas(monkeypatch)
     b = np.random.default_rng(4).standard_normal(mats[0].shape[0])
     v = _vector(b, "float64")
     run = t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"), executor="dataflow",

@@ -1142,10 +1142,7 @@ class RowTables:
         """VAL positions of the walked rows' entries (walked), ascending, int64: all that a DATA
         call writes in OWN (factor_rows stores only in its own row there; held rows read OWN)."""
         at = np.flatnonzero(self.walked)
-        start = np.asarray(self.fac_ptr)[at].astype(np.int64)
-        lens = np.asarray(self.fac_ptr)[at + 1].astype(np.int64) - start
-        first = np.concatenate(([0], np.cumsum(lens)[:-1]))
-        return np.repeat(start - first, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+        return dags.expand_ranges(np.asarray(self.fac_ptr)[at], np.asarray(self.fac_ptr)[at + 1])[1]
 
     @functools.cached_property
     def walks(self) -> bool:
