@@ -2,7 +2,7 @@
 
 A developer's probe, not package code (needs a CUDA GPU). For each case it times the prepared
 call with do_bench, times 30 synchronised calls by the wall clock, and profiles 10 calls:
-per call, every kernel's device time and every op's own CPU time; the first case's chrome trace
+per call, every kernel's device time and every op's own CPU time; each case's chrome trace
 is written too, to see the gaps between kernels.
 
     python dev/sparse_fusion/call_profile.py OUTDIR poisson3d:100:spilu0_sptrsv:sparse_fusion,...
@@ -55,8 +55,7 @@ def main():
         row = {"case": case, "do_bench_ms": ms, "wall_ms_median": 1e3 * float(np.median(walls)),
                "device_per_call_us": device, "cpu_self_per_call_us": cpu}
         print(json.dumps(row)[:3000], flush=True)
-        if not res:
-            prof.export_chrome_trace(f"{out}/trace_{name}_{pair}.json")
+        prof.export_chrome_trace(f"{out}/trace_{name}_{pair}_{kind}.json")
         res.append(row)
     json.dump(res, open(f"{out}/prof_call.json", "w"), indent=1)
 
