@@ -2475,6 +2475,55 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     assert t3._graph_own(run) == (None, None)
 
 
+@pytest.mark.parametrize("case, fuse", [("hubs", False), ("hubs", True), ("hubs_fresh", False), ("ic_walks", True),
+                                        ("ilu27", False)])
+def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
+    """PREP_AHEAD's two graphs, each call run as they run it (whether or not prepares_ahead picks
+    the case), on buffers kept from call to call: the call's launches (_main_launches: the input
+    read at its address, the kernel), rows.factor_out without the reset, then the next call's
+    preparation (_prep_ahead). Each call gives t0's
+    factor and solve, and after each preparation VAL is the sentinel template again, every output
+    slot the sentinel and OWN A's values. ILU(0) with walked hubs (OWN's walked entries copied
+    back, or with OWN_WALKED off every entry), IC(0) on the 27-point stencil with walked boundary
+    rows, ILU(0) on it with every row held (OWN is A's values)."""
+    pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
+    if case.startswith("hubs"):
+        mats, R = operands(pair, _hub_walks(261, 5)), 4
+        monkeypatch.setattr(t3, "OWN_WALKED", case == "hubs")
+    else:
+        if case == "ic_walks":
+            monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+            monkeypatch.setattr(rows, "_PATTERNS", {})
+        mats, R = operands(pair, matrix("poisson3d_27", 27, 5)), 2
+    key = f"ahead_{case}_{fuse}"
+    run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
+    t = run.tables
+    assert t3.prepares_ahead(run) == (pair == "spic0_sptrsv")     # IC(0) rewrites every entry, ILU(0) not
+    own, walked = t3._graph_own(run)
+    assert (own is run.values) == (case == "ilu27") and (walked is None) == (case in ("ilu27", "hubs_fresh"))
+    own = run.values.clone() if own is None else own
+    bits, sent = rows.SENTINEL_BITS[torch.float64], rows.SENTINEL[torch.float64]
+    val = run.data_template.clone()
+    marks = rows.entry_marks(t, val.device)
+    b0 = np.random.default_rng(1).standard_normal(mats[0].shape[0])
+    slots = t3_launch.new_slots(_vector(b0, "float64"), t.vec_len)
+    address = torch.zeros(1, dtype=torch.int64, pin_memory=DEVICE == "cuda")
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
+    t3._prep_ahead(run, val, marks, slots, own, walked)
+    for seed in (47, 53):
+        b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+        v = _vector(b, "float64")
+        address[0] = v.data_ptr()
+        t3._main_launches(run, val, slots, own, address, flag)
+        out, flag, outs = rows.factor_out(t, val, marks, slots, flag, reset=False)
+        assert not (val.view(bits)[torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)] == sent).any()
+        t3._prep_ahead(run, val, marks, slots, own, walked)
+        _check(rows.results(t, run.dev, out, outs, flag=flag), _reference(pair, mats, b, "float64", (key, seed)),
+               pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead, call {seed}")
+        assert torch.equal(val.view(bits), run.data_template.view(bits))
+        assert bool((slots.view(bits)[t.n1:] == sent).all()) and torch.equal(own, run.values)
+
+
 def _launch_metas(monkeypatch) -> list:
     """The constexprs of every _syncfree launch from here on (t3.syncfree_launch's), in a list."""
     launch, seen = t3.syncfree_launch, []

@@ -34,14 +34,18 @@
 # (1020 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200 kept the warm H100); by hand,
 # stamps of the power-law factor pairs, the IC(0)'s caps (not kept) and OWN kept by the graph (OWN_WALKED, kept after
 # a first form failed), whose tests were cut at 1011 of about 1021 (none failed); at 11:54 UTC on an H100 (a call
-# naming nvidia-h200), tests with eddcd2b (1024 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv. A warm
+# naming nvidia-h200), tests with eddcd2b (1024 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; by hand after
+# 12:29 UTC on an H100, the A/B of OUT_THROUGH (not kept) with tests of its diff, call_profile.py on the power-law
+# factor pairs, the A/B of PREP_AHEAD (every factor graph) and tests with it (1029; kept for IC(0) alone). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh tests       # the committed PREP_AHEAD rule (IC(0) only), with the bands' 73
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
-#                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED
+#                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
+#                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel

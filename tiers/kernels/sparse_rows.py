@@ -1603,12 +1603,14 @@ def entry_marks(tables, device, rewritten: bool = True) -> torch.Tensor:
 
 @triton.jit
 def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, X_OUT, X_IN, N_X, FACTOR_PROGRAMS,
-                FACTOR: tl.constexpr, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr):
+                FACTOR: tl.constexpr, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr,
+                RESET: tl.constexpr = True):
     """One pass over a finished factor VAL (NNZ entries; VAL_BITS the same memory as integers):
-    OUT[e] = VAL[e]; VAL[e] = the sentinel wherever a step rewrites it (MARKS has REWRITE_BIT), so
-    that VAL is ready for the next run; FLAG[0] (0 at launch) raised to NNZ − e for every pivot
-    (PIVOT_BIT) that stops the factorisation (_stops), as _flag_breakdown does. The programs past
-    the first FACTOR_PROGRAMS copy the vector result: X_OUT[i] = X_IN[i] for i < N_X."""
+    OUT[e] = VAL[e]; with RESET VAL[e] = the sentinel wherever a step rewrites it (MARKS has
+    REWRITE_BIT), so that VAL is ready for the next run (else _sentinel_back does it later);
+    FLAG[0] (0 at launch) raised to NNZ − e for every pivot (PIVOT_BIT) that stops the
+    factorisation (_stops), as _flag_breakdown does. The programs past the first
+    FACTOR_PROGRAMS copy the vector result: X_OUT[i] = X_IN[i] for i < N_X."""
     pid = tl.program_id(0)
     if pid < FACTOR_PROGRAMS:
         e = pid * BLOCK + tl.arange(0, BLOCK)
@@ -1616,8 +1618,9 @@ def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, X_OUT, X_IN, N_X, FA
         v = tl.load(VAL + e, mask=m, other=1.0)
         mark = tl.load(MARKS + e, mask=m, other=0)
         tl.store(OUT + e, v, mask=m)
-        rewritten = m & ((mark & REWRITE_BIT) != 0)
-        tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
+        if RESET:
+            rewritten = m & ((mark & REWRITE_BIT) != 0)
+            tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
         stops = m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR)
         tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=stops, sem="relaxed")
     else:
@@ -1632,13 +1635,14 @@ earlier (2048, 4): 3D ILU(0) 48.9 against 67.5, IC(0) 30.6 against 39.5, float32
 against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) 0–15 % slower than (1024, 8), 4096 and 8192 slower."""
 
 
-def factor_out(tables, val, marks, vec=None, flag=None):
+def factor_out(tables, val, marks, vec=None, flag=None, reset=True):
     """(a copy of the factor VAL, breakdown flag, copies of the vector results) in one launch
     (_factor_out; `marks`: entry_marks) that also puts the sentinel (SENTINEL) back wherever a
     step rewrites VAL. It replaces four passes after a replay of t3's graph: the copy returned,
     the pivot test (breakdown_flag), the reset of the rewritten entries before the next run and,
     with VEC, the clone of its vector result (vector_outs; a factor pair has one). `flag`: an
-    int32 tensor [1] holding 0 (t3's graph zeroes its own), else a new one."""
+    int32 tensor [1] holding 0 (t3's graph zeroes its own), else a new one. reset=False leaves
+    the sentinel to sentinel_back, launched later (t3's PREP_AHEAD)."""
     outs = vector_outs(tables, vec) if vec is not None else ()
     if len(outs) > 1:
         raise ValueError(f"factor_out copies one vector result, this pair has {len(outs)}")
@@ -1651,8 +1655,25 @@ def factor_out(tables, val, marks, vec=None, flag=None):
     _factor_out[(programs + triton.cdiv(nx, BLOCK),)](
         out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz, SENTINEL[val.dtype],
         x[0] if x else out, outs[0] if outs else val, nx, programs, FACTOR=tables.factor, BLOCK=BLOCK,
-        REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, num_warps=warps)
+        REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, RESET=reset, num_warps=warps)
     return out, flag, x
+
+
+@triton.jit
+def _sentinel_back(VAL_BITS, MARKS, NNZ, SENT, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr):
+    """VAL[e] = the sentinel wherever a step rewrites it (MARKS has REWRITE_BIT), e < NNZ, as bits."""
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = e < NNZ
+    mark = tl.load(MARKS + e, mask=m, other=0)
+    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & REWRITE_BIT) != 0))
+
+
+def sentinel_back(val, marks):
+    """Put the sentinel back in VAL wherever a step rewrites it (entry_marks' REWRITTEN): what
+    factor_out does with reset=True, as a launch of its own."""
+    (BLOCK, warps), nnz = FACTOR_OUT_SHAPE, val.shape[0]
+    _sentinel_back[(triton.cdiv(nnz, BLOCK),)](val.view(SENTINEL_BITS[val.dtype]), marks, nnz, SENTINEL[val.dtype],
+                                               BLOCK=BLOCK, REWRITE_BIT=REWRITTEN, num_warps=warps)
 
 
 def raise_flagged(tables, val, flag):

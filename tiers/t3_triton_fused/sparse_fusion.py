@@ -1369,6 +1369,58 @@ def _graph_own(run):
     return run.values.clone(), torch.from_numpy(t.walked_entries).to(run.values.device)
 
 
+PREP_AHEAD = True
+"""Whether t3's graph of a factor pair (values as flags) may leave the next call's preparation to a
+second graph (_prep_ahead), replayed right after the breakdown flag's read is queued, so that it
+runs while the host takes the flag and returns: VAL's sentinel put back (rows.sentinel_back,
+out of rows.factor_out), VEC's output slots' sentinel, OWN's walked entries copied back. The
+call's own graph keeps the input's copy and the kernel. Where, prepares_ahead says. Profiled on
+an H100 (2026-12-06, figures/data/prof_call_powerlaw_h100_2026-12-06.*), the power-law ILU(0)'s
+call spent 13 µs copying OWN's walked entries back and 13 filling the slots before its kernel,
+`factor_out` 64 (IC(0) 46), and 30–40 µs of host between the flag's read and the next replay."""
+
+
+def prepares_ahead(run) -> bool:
+    """Whether `run`'s graph prepares the next call ahead (PREP_AHEAD, _prep_ahead): the values as
+    flags where every entry of the factor is one a step rewrites (IC(0), tril(A)'s every entry),
+    so that putting the sentinel back is a plain fill. Measured on an H100 (2026-12-06, A/B in one
+    process, the files of c93824e twice, 5 rotated rounds, every output checked,
+    figures/data/prep_ahead_ab_h100_2026-12-06.*), ms: power-law IC(0) 0.478 / 0.478 → 0.465;
+    ILU(0), whose 4M rewritten entries lie among 7M, 0.731 / 0.722 → 0.744 — there the sentinel's
+    pass of its own writes parts of sectors it no longer reads beside the copy, so it stays in
+    rows.factor_out and this is off."""
+    return PREP_AHEAD and not run.lean and len(run.tables.rewritten) == run.values.numel()
+
+
+def _main_launches(run, val, slots, own, address, flag):
+    """What a PREP_AHEAD call's graph launches: the input into its slots (read where `address`
+    says; the output slots hold the sentinel already), the flag zeroed, the kernel."""
+    n = run.tables.n1
+    bits = slots.view(SENTINEL_BITS[slots.dtype])
+    grid, kwargs = fill_launch(n, slots.dtype, False, False, 1, True)
+    _input_then_sentinel[grid](bits, address, n, 0, n, bits, **kwargs)
+    flag.zero_()
+    _run_syncfree(run, val, slots, own)
+
+
+def _prep_ahead(run, val, marks, slots, own, walked):
+    """The next call's preparation (PREP_AHEAD), after rows.factor_out(reset=False): the sentinel
+    back in VAL wherever a step rewrites it and in every output slot of VEC, and OWN (where rows
+    walk) A's values again — only the walked rows' entries (`walked`, _graph_own), or every
+    entry where `walked` is None."""
+    rows.sentinel_back(val, marks)
+    n, total = run.tables.n1, slots.shape[0]
+    if total > n:
+        bits = slots.view(SENTINEL_BITS[slots.dtype])
+        grid, kwargs = fill_launch(total - n, slots.dtype, False, False, 1, False)
+        _input_then_sentinel[grid](bits, bits, n, n, total, bits, **kwargs)
+    if own is not run.values:
+        if walked is None:
+            own.copy_(run.values)
+        else:
+            own.index_copy_(0, walked, run.values.index_select(0, walked))
+
+
 class _Graph(NamedTuple):
     graph: object              # torch.cuda.CUDAGraph
     address: np.ndarray        # [1] int64 in pinned host memory: the input's address, read by the replay
@@ -1378,6 +1430,9 @@ class _Graph(NamedTuple):
     flag: torch.Tensor         # [1] int32 the replay zeroes, for rows.factor_out's breakdown flag
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
+    prep: object = None        # PREP_AHEAD: the graph of _prep_ahead, replayed after the flag's read is queued
+    flag_host: object = None   # PREP_AHEAD: [1] int32 in pinned host memory, the flag as read
+    read: object = None        # PREP_AHEAD: the event after that read
 
 
 def _graphed(run, vector):
@@ -1390,14 +1445,22 @@ def _graphed(run, vector):
     rows.factor_out copies the factor and x, tests the pivots and puts the sentinel back where
     the steps write, in one launch queued right after the replay (so every replay starts from
     the template, whatever the host does next), before the breakdown flag is read, so that the
-    host's work for them overlaps the graph's."""
+    host's work for them overlaps the graph's. Where prepares_ahead the sentinel goes back later:
+    the flag's read is queued, then the graph that prepares the next call, and the host waits for
+    the read alone."""
     if run.graph is None:
         run.graph = _capture(run, vector)
     g, t = run.graph, run.tables
     vector = vector.contiguous()
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag)
+    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
+    if g.prep is not None:              # the next call's preparation runs while the host takes the flag
+        g.flag_host.copy_(flag, non_blocking=True)
+        g.read.record()
+        g.prep.replay()
+        g.read.synchronize()
+        flag = g.flag_host
     return rows.results(t, run.dev, val, outs, flag=flag)
 
 
@@ -1409,7 +1472,9 @@ def _capture(run, vector):
     writes (every call leaves them as they were); after each replay rows.factor_out copies the
     factor out and, for the values as flags, puts the sentinel back where the steps write
     (RowTables.rewritten: 4M of the 3D grid's 7M entries), which the lean rows write again on
-    every call and never read. OWN, where rows walk, as _graph_own says."""
+    every call and never read. OWN, where rows walk, as _graph_own says. Where prepares_ahead,
+    the call's graph holds _main_launches and a second graph _prep_ahead, which runs here once,
+    eagerly, for the first replay."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
     val = run.values.clone() if run.lean else run.data_template.clone()
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
@@ -1417,6 +1482,11 @@ def _capture(run, vector):
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device), reset),
                                 lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
     own, walked = (None, None) if run.lean else _graph_own(run)
+    ahead = prepares_ahead(run)
+    if ahead:
+        own = run.values.clone() if own is None else own          # kept, A's values again by each prep
+        slots = new_slots(vector, run.tables.vec_len)
+        _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
@@ -1426,6 +1496,9 @@ def _capture(run, vector):
             vec = lean_slots(vector, run.pair_stride, address=address)
             flag.zero_()
             launch_lean(run, val, vec)
+        elif ahead:
+            vec = slots
+            _main_launches(run, val, slots, own, address, flag)
         else:
             if walked is not None:
                 own.index_copy_(0, walked, run.values.index_select(0, walked))
@@ -1434,7 +1507,13 @@ def _capture(run, vector):
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
+    if not ahead:
+        return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
+    prep = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(prep):
+        _prep_ahead(run, val, marks, slots, own, walked)
+    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
+                  torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
