@@ -2437,6 +2437,19 @@ def test_walked_rows_take_blocks_of_their_own(fuse):
     assert (size[walked] == 1).all() and (size[~walked] > 1).any()
 
 
+def _walking_factor(case, monkeypatch):
+    """(operands, block rows) of the graph tests' factor cases: "hubs", ILU(0) with two walked hubs;
+    "ic_walks", IC(0) on the 27-point stencil with HOLD_SHARE low (its boundary rows walk);
+    "ilu27", ILU(0) on it with every row held."""
+    if case == "hubs":
+        return operands("spilu0_sptrsv", _hub_walks(261, 5)), 4
+    if case == "ic_walks":
+        monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+        monkeypatch.setattr(rows, "_PATTERNS", {})
+    pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
+    return operands(pair, matrix("poisson3d_27", 27, 5)), 2
+
+
 @pytest.mark.parametrize("pair, fuse", [("spilu0_sptrsv", False), ("spilu0_sptrsv", True),
                                         ("spic0_sptrsv", False), ("spic0_sptrsv", True)])
 def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
@@ -2445,12 +2458,7 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     graph runs it, still gives t0's factor and solve, and OWN is A's values everywhere else —
     ILU(0) with two walked hubs, IC(0) on the 27-point stencil with HOLD_SHARE low (its boundary
     rows walk), rows apart and fused with their solve rows."""
-    if pair == "spilu0_sptrsv":
-        mats, R = operands(pair, _hub_walks(261, 5)), 4
-    else:
-        monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
-        monkeypatch.setattr(rows, "_PATTERNS", {})
-        mats, R = operands(pair, matrix("poisson3d_27", 27, 5)), 2
+    mats, R = _walking_factor("hubs" if pair == "spilu0_sptrsv" else "ic_walks", monkeypatch)
     key = f"own_{pair}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 19, key, block_rows=R)
     t = run.tables
@@ -2487,14 +2495,8 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     back, or with OWN_WALKED off every entry), IC(0) on the 27-point stencil with walked boundary
     rows, ILU(0) on it with every row held (OWN is A's values)."""
     pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
-    if case.startswith("hubs"):
-        mats, R = operands(pair, _hub_walks(261, 5)), 4
-        monkeypatch.setattr(t3, "OWN_WALKED", case == "hubs")
-    else:
-        if case == "ic_walks":
-            monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
-            monkeypatch.setattr(rows, "_PATTERNS", {})
-        mats, R = operands(pair, matrix("poisson3d_27", 27, 5)), 2
+    mats, R = _walking_factor(case.removesuffix("_fresh"), monkeypatch)
+    monkeypatch.setattr(t3, "OWN_WALKED", case != "hubs_fresh")
     key = f"ahead_{case}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
     t = run.tables
