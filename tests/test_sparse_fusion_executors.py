@@ -2488,10 +2488,11 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
 def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     """PREP_AHEAD's two graphs, each call run as they run it (whether or not prepares_ahead picks
     the case), on buffers kept from call to call: the call's launches (_main_launches: the input
-    read at its address, the kernel), rows.factor_out without the reset, then the next call's
-    preparation (_prep_ahead). Each call gives t0's
-    factor and solve, and after each preparation VAL is the sentinel template again, every output
-    slot the sentinel and OWN A's values. ILU(0) with walked hubs (OWN's walked entries copied
+    read at its address, the kernel), rows.factor_out, then the next call's preparation
+    (_prep_ahead), the sentinel's reset in one or the other (resets_ahead; PREP_AHEAD_PARTIAL
+    leaves ILU(0)'s in factor_out). Each call gives t0's factor and solve, and after each
+    preparation VAL is the sentinel template again, every output slot the sentinel and OWN A's
+    values. ILU(0) with walked hubs (OWN's walked entries copied
     back, or with OWN_WALKED off every entry), IC(0) on the 27-point stencil with walked boundary
     rows, ILU(0) on it with every row held (OWN is A's values)."""
     pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
@@ -2500,7 +2501,9 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     key = f"ahead_{case}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
     t = run.tables
-    assert t3.prepares_ahead(run) == (pair == "spic0_sptrsv")     # IC(0) rewrites every entry, ILU(0) not
+    assert t3.prepares_ahead(run) == t3.resets_ahead(run) == (pair == "spic0_sptrsv")   # IC(0) rewrites every entry
+    monkeypatch.setattr(t3, "PREP_AHEAD_PARTIAL", True)
+    assert t3.prepares_ahead(run) and t3.resets_ahead(run) == (pair == "spic0_sptrsv")
     own, walked = t3._graph_own(run)
     assert (own is run.values) == (case == "ilu27") and (walked is None) == (case in ("ilu27", "hubs_fresh"))
     own = run.values.clone() if own is None else own
@@ -2512,16 +2515,17 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     address = torch.zeros(1, dtype=torch.int64, pin_memory=DEVICE == "cuda")
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     t3._prep_ahead(run, val, marks, slots, own, walked)
-    for seed in (47, 53):
+    rewritten = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
+    for seed, reset_ahead in ((47, True), (53, False), (59, True)):     # the reset in the preparation, or not
         b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
         v = _vector(b, "float64")
         address[0] = v.data_ptr()
         t3._main_launches(run, val, slots, own, address, flag)
-        out, flag, outs = rows.factor_out(t, val, marks, slots, flag, reset=False)
-        assert not (val.view(bits)[torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)] == sent).any()
-        t3._prep_ahead(run, val, marks, slots, own, walked)
+        out, flag, outs = rows.factor_out(t, val, marks, slots, flag, reset=not reset_ahead)
+        assert bool((val.view(bits)[rewritten] == sent).all()) != reset_ahead
+        t3._prep_ahead(run, val, marks, slots, own, walked, reset_ahead)
         _check(rows.results(t, run.dev, out, outs, flag=flag), _reference(pair, mats, b, "float64", (key, seed)),
-               pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead, call {seed}")
+               pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead (reset there: {reset_ahead}), call {seed}")
         assert torch.equal(val.view(bits), run.data_template.view(bits))
         assert bool((slots.view(bits)[t.n1:] == sent).all()) and torch.equal(own, run.values)
 

@@ -8,7 +8,8 @@ is written too, to see the gaps between kernels.
     python dev/sparse_fusion/call_profile.py OUTDIR poisson3d:100:spilu0_sptrsv:sparse_fusion,...
 
 Data of 2026-12-01 (H200, before the factor calls replayed CUDA graphs): figures/data/prof_call_*;
-of 2026-12-02 (commit 861c91c, before rows.factor_out): prof_call_grid_*.
+of 2026-12-02 (commit 861c91c, before rows.factor_out): prof_call_grid_*; of 2026-12-06 (H100, the
+power-law factor pairs, commit 12fe829, a trace per case since): prof_call_powerlaw_h100_*.
 """
 import json
 import sys

@@ -43,6 +43,8 @@
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh tests       # the committed PREP_AHEAD rule (IC(0) only), with the bands' 73
+#   bash dev/sparse_fusion/gpu_next.sh prep_partial   # PREP_AHEAD_PARTIAL's A/B, and the 27-point IC(0) with and
+#                                                  # without PREP_AHEAD (an H100 is enough); then tests if it is kept
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
@@ -62,6 +64,14 @@ variant() {  # variant NAME DIFF: /tmp/NAME.tar, the copied tiers/ with DIFF's t
   rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
     && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
     && (cd "/tmp/$1" && git apply --include="tiers/*" "$OLDPWD/$2") && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
+}
+
+flagged() {  # flagged NAME SED_EXPR: /tmp/NAME.tar, the copied tiers/ with SED_EXPR applied to t3's sparse_fusion.py
+  rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
+    && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
+    && sed -i "$2" "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" \
+    && ! cmp -s "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" tiers/t3_triton_fused/sparse_fusion.py \
+    && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
 }
 
 step() {    # one step: its name, then (cli) the matrix and the pairs
@@ -100,6 +110,16 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
+    prep_partial) # A/B: the package (old, old2, new), alt1 PREP_AHEAD_PARTIAL on (ILU(0) prepared ahead, its reset
+                  # left in factor_out), alt2 PREP_AHEAD off (the 27-point IC(0)'s own measure); about 4 min
+      flagged partial 's/^PREP_AHEAD_PARTIAL = False$/PREP_AHEAD_PARTIAL = True/' \
+        && flagged no_ahead 's/^PREP_AHEAD = True$/PREP_AHEAD = False/' \
+        && git archive HEAD tiers > /tmp/package.tar \
+        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
+          /tmp/package.tar,/tmp/partial.tar,/tmp/no_ahead.tar "$OUT/prep_partial_ab.json" \
+powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
+poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 \
+        | tee "$OUT/prep_partial_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

@@ -1386,10 +1386,24 @@ def prepares_ahead(run) -> bool:
     so that putting the sentinel back is a plain fill. Measured on an H100 (2026-12-06, A/B in one
     process, the files of c93824e twice, 5 rotated rounds, every output checked,
     figures/data/prep_ahead_ab_h100_2026-12-06.*), ms: power-law IC(0) 0.478 / 0.478 → 0.465;
-    ILU(0), whose 4M rewritten entries lie among 7M, 0.731 / 0.722 → 0.744 — there the sentinel's
-    pass of its own writes parts of sectors it no longer reads beside the copy, so it stays in
-    rows.factor_out and this is off."""
-    return PREP_AHEAD and not run.lean and len(run.tables.rewritten) == run.values.numel()
+    ILU(0), whose 4M rewritten entries lie among 7M, 0.731 / 0.722 → 0.744 — likely because the
+    sentinel's pass of its own writes parts of sectors that it no longer reads beside the copy
+    (not profiled), so there the reset stays in rows.factor_out and this is off, unless
+    PREP_AHEAD_PARTIAL."""
+    return PREP_AHEAD and not run.lean and (resets_ahead(run) or PREP_AHEAD_PARTIAL)
+
+
+PREP_AHEAD_PARTIAL = False
+"""Whether factor pairs some of whose entries no step rewrites (ILU(0)) prepare the next call ahead
+too, the sentinel's reset left in rows.factor_out (resets_ahead): what remains of PREP_AHEAD's
+gain there, the slots' fill and OWN's copy-back, 26 µs a call on the power-law ILU(0) before its
+kernel. Not measured yet (dev/sparse_fusion/gpu_next.sh prep_partial), so off."""
+
+
+def resets_ahead(run) -> bool:
+    """Whether the next call's preparation (_prep_ahead) puts VAL's sentinel back, rather than
+    rows.factor_out: where every entry of the factor is one a step rewrites, a plain fill."""
+    return len(run.tables.rewritten) == run.values.numel()
 
 
 def _main_launches(run, val, slots, own, address, flag):
@@ -1403,12 +1417,13 @@ def _main_launches(run, val, slots, own, address, flag):
     _run_syncfree(run, val, slots, own)
 
 
-def _prep_ahead(run, val, marks, slots, own, walked):
-    """The next call's preparation (PREP_AHEAD), after rows.factor_out(reset=False): the sentinel
-    back in VAL wherever a step rewrites it and in every output slot of VEC, and OWN (where rows
-    walk) A's values again — only the walked rows' entries (`walked`, _graph_own), or every
-    entry where `walked` is None."""
-    rows.sentinel_back(val, marks)
+def _prep_ahead(run, val, marks, slots, own, walked, reset=True):
+    """The next call's preparation (PREP_AHEAD): with `reset` (resets_ahead; rows.factor_out then
+    ran with reset=False) the sentinel back in VAL wherever a step rewrites it; the sentinel in
+    every output slot of VEC, and OWN (where rows walk) A's values again — only the walked rows'
+    entries (`walked`, _graph_own), or every entry where `walked` is None."""
+    if reset:
+        rows.sentinel_back(val, marks)
     n, total = run.tables.n1, slots.shape[0]
     if total > n:
         bits = slots.view(SENTINEL_BITS[slots.dtype])
@@ -1454,7 +1469,7 @@ def _graphed(run, vector):
     vector = vector.contiguous()
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
+    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None or not resets_ahead(run))
     if g.prep is not None:              # the next call's preparation runs while the host takes the flag
         g.flag_host.copy_(flag, non_blocking=True)
         g.read.record()
@@ -1486,7 +1501,8 @@ def _capture(run, vector):
     if ahead:
         own = run.values.clone() if own is None else own          # kept, A's values again by each prep
         slots = new_slots(vector, run.tables.vec_len)
-        _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly
+        _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly (VAL as
+                                                             # the template is, whatever resets_ahead says)
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
@@ -1511,7 +1527,7 @@ def _capture(run, vector):
         return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
     prep = torch.cuda.CUDAGraph()
     with torch.cuda.graph(prep):
-        _prep_ahead(run, val, marks, slots, own, walked)
+        _prep_ahead(run, val, marks, slots, own, walked, resets_ahead(run))
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
                   torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
 
