@@ -1602,6 +1602,12 @@ def entry_marks(tables, device, rewritten: bool = True) -> torch.Tensor:
 
 
 @triton.jit
+def _sentinel_where(VAL_BITS, e, m, mark, SENT, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr):
+    """VAL[e] = the sentinel (as bits) over m wherever `mark`, e's entry_marks, has REWRITE_BIT."""
+    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & REWRITE_BIT) != 0))
+
+
+@triton.jit
 def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, X_OUT, X_IN, N_X, FACTOR_PROGRAMS,
                 FACTOR: tl.constexpr, BLOCK: tl.constexpr, REWRITE_BIT: tl.constexpr, PIVOT_BIT: tl.constexpr,
                 RESET: tl.constexpr = True):
@@ -1619,8 +1625,7 @@ def _factor_out(OUT, VAL, VAL_BITS, MARKS, FLAG, NNZ, SENT, X_OUT, X_IN, N_X, FA
         mark = tl.load(MARKS + e, mask=m, other=0)
         tl.store(OUT + e, v, mask=m)
         if RESET:
-            rewritten = m & ((mark & REWRITE_BIT) != 0)
-            tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=rewritten)
+            _sentinel_where(VAL_BITS, e, m, mark, SENT, BLOCK, REWRITE_BIT)
         stops = m & ((mark & PIVOT_BIT) != 0) & _stops(v, FACTOR)
         tl.atomic_max(FLAG + tl.zeros_like(e), (NNZ - e).to(tl.int32), mask=stops, sem="relaxed")
     else:
@@ -1664,8 +1669,7 @@ def _sentinel_back(VAL_BITS, MARKS, NNZ, SENT, BLOCK: tl.constexpr, REWRITE_BIT:
     """VAL[e] = the sentinel wherever a step rewrites it (MARKS has REWRITE_BIT), e < NNZ, as bits."""
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = e < NNZ
-    mark = tl.load(MARKS + e, mask=m, other=0)
-    tl.store(VAL_BITS + e, tl.full((BLOCK,), SENT, VAL_BITS.dtype.element_ty), mask=m & ((mark & REWRITE_BIT) != 0))
+    _sentinel_where(VAL_BITS, e, m, tl.load(MARKS + e, mask=m, other=0), SENT, BLOCK, REWRITE_BIT)
 
 
 def sentinel_back(val, marks):

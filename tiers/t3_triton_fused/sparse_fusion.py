@@ -1360,7 +1360,8 @@ def _graph_own(run):
     of A's values made once and the walked rows' entries (RowTables.walked_entries) on the device,
     which each replay copies back from A's values — the only entries a kernel writes in OWN;
     (run.values, None) where no row walks; (None, None) otherwise — every row walks, or
-    OWN_WALKED is off — for a fresh copy each call."""
+    OWN_WALKED is off — for which _capture makes the copy, all of it rewritten each call
+    (_own_back)."""
     t = run.tables
     if not _works_in_own(run):
         return run.values, None
@@ -1410,9 +1411,8 @@ def _main_launches(run, val, slots, own, address, flag):
     """What a PREP_AHEAD call's graph launches: the input into its slots (read where `address`
     says; the output slots hold the sentinel already), the flag zeroed, the kernel."""
     n = run.tables.n1
-    bits = slots.view(SENTINEL_BITS[slots.dtype])
     grid, kwargs = fill_launch(n, slots.dtype, False, False, 1, True)
-    _input_then_sentinel[grid](bits, address, n, 0, n, bits, **kwargs)
+    _input_then_sentinel[grid](*fill_args(slots, slots, n, 0, None, address, total=n), **kwargs)
     flag.zero_()
     _run_syncfree(run, val, slots, own)
 
@@ -1426,14 +1426,21 @@ def _prep_ahead(run, val, marks, slots, own, walked, reset=True):
         rows.sentinel_back(val, marks)
     n, total = run.tables.n1, slots.shape[0]
     if total > n:
-        bits = slots.view(SENTINEL_BITS[slots.dtype])
         grid, kwargs = fill_launch(total - n, slots.dtype, False, False, 1, False)
-        _input_then_sentinel[grid](bits, bits, n, n, total, bits, **kwargs)
-    if own is not run.values:
-        if walked is None:
-            own.copy_(run.values)
-        else:
-            own.index_copy_(0, walked, run.values.index_select(0, walked))
+        _input_then_sentinel[grid](*fill_args(slots, slots[:n], n, n, None), **kwargs)
+    _own_back(run, own, walked)
+
+
+def _own_back(run, own, walked):
+    """OWN (a graph's, kept from call to call) A's values again where a call may have written it:
+    the walked rows' entries (`walked`, _graph_own), every entry where `walked` is None, nothing
+    where OWN is A's values themselves (no row walks)."""
+    if own is run.values:
+        return
+    if walked is None:
+        own.copy_(run.values)
+    else:
+        own.index_copy_(0, walked, run.values.index_select(0, walked))
 
 
 class _Graph(NamedTuple):
@@ -1497,9 +1504,10 @@ def _capture(run, vector):
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device), reset),
                                 lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
     own, walked = (None, None) if run.lean else _graph_own(run)
+    if not run.lean and own is None:     # kept from call to call, all of it A's values again each call
+        own = run.values.clone()
     ahead = prepares_ahead(run)
     if ahead:
-        own = run.values.clone() if own is None else own          # kept, A's values again by each prep
         slots = new_slots(vector, run.tables.vec_len)
         _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly (VAL as
                                                              # the template is, whatever resets_ahead says)
@@ -1516,10 +1524,7 @@ def _capture(run, vector):
             vec = slots
             _main_launches(run, val, slots, own, address, flag)
         else:
-            if walked is not None:
-                own.index_copy_(0, walked, run.values.index_select(0, walked))
-            elif own is None:            # a fresh copy each call (_graph_own)
-                own = run.values.clone()
+            _own_back(run, own, walked)
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)

@@ -228,14 +228,14 @@ def new_slots(vector, total):
     return buffers.empty((total,), dtype=vector.dtype, device=vector.device)
 
 
-def fill_args(slots, vector, n, first, awaited, address=None) -> tuple:
+def fill_args(slots, vector, n, first, awaited, address=None, total=None) -> tuple:
     """_input_then_sentinel's positional arguments: the slots and the n-entry input as bit
     patterns (with `address`, the tensor holding the input's address instead: INDIRECT), from
-    where to write, the slots' length, and the blocks' AWAITED flags (without SOME the kernel
-    reads none: the slots stand in)."""
+    where to write, up to where (`total`, else the slots' length), and the blocks' AWAITED flags
+    (without SOME the kernel reads none: the slots stand in)."""
     bits = SENTINEL_BITS[slots.dtype]
     return (slots.view(bits), vector.contiguous().view(bits) if address is None else address, n, first,
-            slots.shape[0], slots if awaited is None else awaited)
+            slots.shape[0] if total is None else total, slots if awaited is None else awaited)
 
 
 def fill_launch(count, dtype, pdl, some, R, indirect) -> tuple:
