@@ -3,7 +3,9 @@ for every tier with its default executor): the fused tier's executors on every p
 kind × dtype (dataflow, chains and segments on the pairs they can run), the sync-free ticket order,
 the chain blocks and the segment blocks, how many launches each tier makes, what is cached between calls, and the executor
 options."""
+import gc
 import re
+import weakref
 import zlib
 
 import numpy as np
@@ -2127,6 +2129,44 @@ def test_factor_calls_keep_their_outputs(pair, lean):
     _check(second, refs[1], pair, mats, "float64", "second call, after the others")
 
 
+@pytest.mark.skipif(DEVICE != "cuda", reason="t3 captures graphs on CUDA alone; the interpreter runs every call eagerly")
+@pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
+@pytest.mark.parametrize("lean", [False, True])
+def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):
+    """A graph captured while a dead reference cycle holds an earlier Prepared with its own graph,
+    and enough containers are made inside the capture for Python's collector to run there: t3
+    pauses the collector while it captures (_uncollected), since destroying a graph invalidates
+    the capture under way (a lean IC(0) graph's capture failed so on an H100, 2026-12-06). Its
+    results are t0's, and the earlier Prepared is gone once the capture is over."""
+    mats = operands(pair, matrix("poisson3d", 64, 2) if lean else matrix("poisson3d_27", 27, 2))
+    b = np.random.default_rng(_seed("cycle", pair, lean)).standard_normal(mats[0].shape[0])
+    ref = _reference(pair, mats, b, "float64", ("cycle", pair, lean))
+    held = [t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", lean=lean)]
+    held[0](_vector(b, "float64"))
+    held[0](_vector(b, "float64"))
+    assert held[0].graph is not None
+    gone = weakref.ref(held[0])
+    name = "launch_lean" if lean else "_run_syncfree"       # the kernel's launch, in the capture and out of it
+    launch, made = getattr(t3, name), []
+
+    def launch_in_a_cycle(*a, **k):
+        if held and torch.cuda.is_current_stream_capturing():
+            cycle = [held.pop()]
+            cycle.append(cycle)
+            del cycle
+            made.extend([] for _ in range(5 * gc.get_threshold()[0]))     # past the youngest generation's threshold
+        return launch(*a, **k)
+    monkeypatch.setattr(t3, name, launch_in_a_cycle)
+    run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow", lean=lean)
+    run(_vector(b, "float64"))
+    second = run(_vector(b, "float64"))             # captured with the cycle dead
+    assert made and run.graph is not None
+    _check(second, ref, pair, mats, "float64", "the call that captured")
+    _check(run(_vector(b, "float64")), ref, pair, mats, "float64", "a replay")
+    gc.collect()
+    assert gone() is None
+
+
 @pytest.mark.parametrize("pair,build,match", [
     ("spic0_sptrsv", _ic0_breaks_at_3, r"IC\(0\) breaks down in row 3: pivot"),
     ("spilu0_sptrsv", _ilu0_breaks_at_1, r"ILU\(0\) breaks down in row 1: pivot")])
@@ -2488,9 +2528,8 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
 def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     """PREP_AHEAD's two graphs, each call run as they run it (whether or not prepares_ahead picks
     the case), on buffers kept from call to call: the call's launches (_main_launches: the input
-    read at its address, the kernel), rows.factor_out, then the next call's preparation
-    (_prep_ahead), the sentinel's reset in one or the other (resets_ahead; PREP_AHEAD_PARTIAL
-    leaves ILU(0)'s in factor_out). Each call gives t0's factor and solve, and after each
+    read at its address, the kernel), rows.factor_out without its reset, then the next call's
+    preparation (_prep_ahead, the reset there). Each call gives t0's factor and solve, and after each
     preparation VAL is the sentinel template again, every output slot the sentinel and OWN A's
     values. ILU(0) with walked hubs (OWN's walked entries copied back, or with OWN_WALKED off
     every entry), IC(0) on the 27-point stencil with walked boundary rows, ILU(0) on it with every
@@ -2502,8 +2541,6 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
     t = run.tables
     assert t3.prepares_ahead(run) == t3.resets_ahead(run) == (pair == "spic0_sptrsv")   # IC(0) rewrites every entry
-    monkeypatch.setattr(t3, "PREP_AHEAD_PARTIAL", True)
-    assert t3.prepares_ahead(run) and t3.resets_ahead(run) == (pair == "spic0_sptrsv")
     own, walked = t3._graph_own(run)
     assert (own is run.values) == (case == "ilu27") and (walked is None) == (case in ("ilu27", "hubs_fresh"))
     own = run.values.clone() if own is None else own
@@ -2516,17 +2553,16 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     t3._prep_ahead(run, val, marks, slots, own, walked)
     rewritten = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
-    for seed, reset_ahead in ((47, True), (53, False), (59, True)):     # the reset in the preparation, or not
+    for seed in (47, 53, 59):
         b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
         v = _vector(b, "float64")
         address[0] = v.data_ptr()
         t3._main_launches(run, val, slots, own, address, flag)
-        out, flag, outs = rows.factor_out(t, val, marks, slots, flag, reset=not reset_ahead)
-        waiting = val.view(bits)[rewritten] == sent       # the kernel wrote them all; factor_out reset them, or not
-        assert not bool(waiting.any()) if reset_ahead else bool(waiting.all())
-        t3._prep_ahead(run, val, marks, slots, own, walked, reset_ahead)
+        out, flag, outs = rows.factor_out(t, val, marks, slots, flag, reset=False)
+        assert not bool((val.view(bits)[rewritten] == sent).any())      # the kernel wrote them all
+        t3._prep_ahead(run, val, marks, slots, own, walked)
         _check(rows.results(t, run.dev, out, outs, flag=flag), _reference(pair, mats, b, "float64", (key, seed)),
-               pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead (reset there: {reset_ahead}), call {seed}")
+               pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead, call {seed}")
         assert torch.equal(val.view(bits), run.data_template.view(bits))
         assert bool((slots.view(bits)[t.n1:] == sent).all()) and torch.equal(own, run.values)
 

@@ -38,8 +38,7 @@ def variants(run, v):
             x = v.contiguous()
             g.address[0] = x.data_ptr()
             g.graph.replay()
-            val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag,
-                                              reset=g.prep is None or not sf.resets_ahead(run))
+            val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
             if g.prep is not None:      # PREP_AHEAD, as t3's _graphed: the next call's preparation
                 g.flag_host.copy_(flag, non_blocking=True)
                 g.read.record()

@@ -36,15 +36,16 @@
 # a first form failed), whose tests were cut at 1011 of about 1021 (none failed); at 11:54 UTC on an H100 (a call
 # naming nvidia-h200), tests with eddcd2b (1024 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; by hand after
 # 12:29 UTC on an H100, the A/B of OUT_THROUGH (not kept) with tests of its diff, call_profile.py on the power-law
-# factor pairs, the A/B of PREP_AHEAD (every factor graph) and tests with it (1029; kept for IC(0) alone). A warm
+# factor pairs, the A/B of PREP_AHEAD (every factor graph) and tests with it (1029; kept for IC(0) alone); at 13:51
+# UTC on an H100, tests with c47ad0e (1 failed of 1029: a capture invalidated by a graph that Python's collector
+# destroyed during it; _uncollected since) and prep_partial (PREP_AHEAD_PARTIAL not kept and removed, the step
+# too; PREP_AHEAD on the 27-point IC(0) measured). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests       # the committed PREP_AHEAD rule (IC(0) only), with the bands' 73
-#   bash dev/sparse_fusion/gpu_next.sh prep_partial   # PREP_AHEAD_PARTIAL's A/B, and the 27-point IC(0) with and
-#                                                  # without PREP_AHEAD (an H100 is enough); then tests if it is kept
+#   bash dev/sparse_fusion/gpu_next.sh tests       # with _uncollected (the collector paused while t3 captures)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
@@ -110,16 +111,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
-    prep_partial) # A/B: the package (old, old2, new), alt1 PREP_AHEAD_PARTIAL on (ILU(0) prepared ahead, its reset
-                  # left in factor_out), alt2 PREP_AHEAD off (the 27-point IC(0)'s own measure); about 4 min
-      flagged partial 's/^PREP_AHEAD_PARTIAL = False$/PREP_AHEAD_PARTIAL = True/' \
-        && flagged no_ahead 's/^PREP_AHEAD = True$/PREP_AHEAD = False/' \
-        && git archive HEAD tiers > /tmp/package.tar \
-        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-          /tmp/package.tar,/tmp/partial.tar,/tmp/no_ahead.tar "$OUT/prep_partial_ab.json" \
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
-poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 \
-        | tee "$OUT/prep_partial_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

@@ -202,6 +202,8 @@ launches kernels: what a solver calls at each step, and what a benchmark should 
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from typing import NamedTuple
 
 import numpy as np
@@ -1384,26 +1386,24 @@ call spent 13 µs copying OWN's walked entries back and 13 filling the slots bef
 def prepares_ahead(run) -> bool:
     """Whether `run`'s graph prepares the next call ahead (PREP_AHEAD, _prep_ahead): the values as
     flags where every entry of the factor is one a step rewrites (IC(0), tril(A)'s every entry),
-    so that putting the sentinel back is a plain fill. Measured on an H100 (2026-12-06, A/B in one
-    process, the files of c93824e twice, 5 rotated rounds, every output checked,
-    figures/data/prep_ahead_ab_h100_2026-12-06.*), ms: power-law IC(0) 0.478 / 0.478 → 0.465;
-    ILU(0), whose 4M rewritten entries lie among 7M, 0.731 / 0.722 → 0.744 — likely because the
-    sentinel's pass of its own writes parts of sectors that it no longer reads beside the copy
-    (not profiled), so there the reset stays in rows.factor_out and this is off, unless
-    PREP_AHEAD_PARTIAL."""
-    return PREP_AHEAD and not run.lean and (resets_ahead(run) or PREP_AHEAD_PARTIAL)
-
-
-PREP_AHEAD_PARTIAL = False
-"""Whether factor pairs some of whose entries no step rewrites (ILU(0)) prepare the next call ahead
-too, the sentinel's reset left in rows.factor_out (resets_ahead): what remains of PREP_AHEAD's
-gain there, the slots' fill and OWN's copy-back, 26 µs a call on the power-law ILU(0) before its
-kernel. Not measured yet (dev/sparse_fusion/gpu_next.sh prep_partial), so off."""
+    so that putting the sentinel back is a plain fill. Measured on an H100 (A/Bs in one process,
+    5 rotated rounds, every output checked), ms:
+      2026-12-06 12:42 UTC, the files of c93824e twice against PREP_AHEAD for every factor graph
+        (figures/data/prep_ahead_ab_h100_2026-12-06.*): power-law IC(0) 0.478 / 0.478 → 0.465,
+        ILU(0) (4M rewritten entries among 7M) 0.731 / 0.722 → 0.744;
+      13:56 UTC, the package (c47ad0e, three times) against PREP_AHEAD off and against ILU(0)
+        prepared ahead with the sentinel's reset left in rows.factor_out
+        (figures/data/prep_partial_ab_h100_2026-12-06.*): IC(0) power-law 0.472 / 0.472 / 0.474
+        against 0.486 off, 27-point grid 1.334 / 1.336 / 1.338 against 1.346 off; ILU(0)
+        power-law 0.747 / 0.747 / 0.751 against 0.789, 27-point 1.475 / 1.489 / 1.493 against
+        1.538 — so ILU(0) loses without the separate reset too, and the sentinel's pass is not
+        what costs there (why it does was not profiled)."""
+    return PREP_AHEAD and not run.lean and resets_ahead(run)
 
 
 def resets_ahead(run) -> bool:
-    """Whether the next call's preparation (_prep_ahead) puts VAL's sentinel back, rather than
-    rows.factor_out: where every entry of the factor is one a step rewrites, a plain fill."""
+    """Whether every entry of the factor is one a step rewrites, so that the next call's
+    preparation (_prep_ahead) puts VAL's sentinel back with a plain fill, not rows.factor_out."""
     return len(run.tables.rewritten) == run.values.numel()
 
 
@@ -1417,13 +1417,12 @@ def _main_launches(run, val, slots, own, address, flag):
     _run_syncfree(run, val, slots, own)
 
 
-def _prep_ahead(run, val, marks, slots, own, walked, reset=True):
-    """The next call's preparation (PREP_AHEAD): with `reset` (resets_ahead; rows.factor_out then
-    ran with reset=False) the sentinel back in VAL wherever a step rewrites it; the sentinel in
-    every output slot of VEC, and OWN (where rows walk) A's values again — only the walked rows'
-    entries (`walked`, _graph_own), or every entry where `walked` is None."""
-    if reset:
-        rows.sentinel_back(val, marks)
+def _prep_ahead(run, val, marks, slots, own, walked):
+    """The next call's preparation (PREP_AHEAD; rows.factor_out ran with reset=False): the sentinel
+    back in VAL wherever a step rewrites it; the sentinel in every output slot of VEC, and OWN
+    (where rows walk) A's values again — only the walked rows' entries (`walked`, _graph_own), or
+    every entry where `walked` is None."""
+    rows.sentinel_back(val, marks)
     n, total = run.tables.n1, slots.shape[0]
     if total > n:
         grid, kwargs = fill_launch(total - n, slots.dtype, False, False, 1, False)
@@ -1476,7 +1475,7 @@ def _graphed(run, vector):
     vector = vector.contiguous()
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None or not resets_ahead(run))
+    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
     if g.prep is not None:              # the next call's preparation runs while the host takes the flag
         g.flag_host.copy_(flag, non_blocking=True)
         g.read.record()
@@ -1484,6 +1483,23 @@ def _graphed(run, vector):
         g.read.synchronize()
         flag = g.flag_host
     return rows.results(t, run.dev, val, outs, flag=flag)
+
+
+@contextlib.contextmanager
+def _uncollected():
+    """Python's cyclic collector paused (as it was after): a collection inside a capture may destroy
+    a CUDA graph that an earlier call left in a reference cycle (a Prepared held by a raised
+    breakdown's traceback), and destroying a graph invalidates the capture under way — on an H100
+    (2026-12-06, figures/data/gpu_tests_h100_2026-12-06_c47ad0e.log) a lean IC(0) graph's capture
+    failed so, CUDA warning "operation not permitted when stream is capturing (function reset)".
+    torch.cuda.graph collects before it captures only with torch.compiler.config.force_cudagraph_gc."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _capture(run, vector):
@@ -1509,13 +1525,12 @@ def _capture(run, vector):
     ahead = prepares_ahead(run)
     if ahead:
         slots = new_slots(vector, run.tables.vec_len)
-        _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly (VAL as
-                                                             # the template is, whatever resets_ahead says)
+        _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly
     torch.cuda.synchronize(vector.device)
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
-    with torch.cuda.graph(graph), buffers.poisoned(False):
+    with _uncollected(), torch.cuda.graph(graph), buffers.poisoned(False):
         if run.lean:
             vec = lean_slots(vector, run.pair_stride, address=address)
             flag.zero_()
@@ -1531,8 +1546,8 @@ def _capture(run, vector):
     if not ahead:
         return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
     prep = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(prep):
-        _prep_ahead(run, val, marks, slots, own, walked, resets_ahead(run))
+    with _uncollected(), torch.cuda.graph(prep):
+        _prep_ahead(run, val, marks, slots, own, walked)
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
                   torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
 
