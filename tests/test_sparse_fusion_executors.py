@@ -2134,8 +2134,8 @@ def test_factor_calls_keep_their_outputs(pair, lean):
 @pytest.mark.parametrize("lean", [False, True])
 def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):
     """A graph captured while a dead reference cycle holds an earlier Prepared with its own graph,
-    and enough containers are made inside the capture for Python's collector to run there: t3
-    pauses the collector while it captures (_uncollected), since destroying a graph invalidates
+    and enough containers are made inside the capture for Python's collector to run there unless
+    paused: t3 pauses it while it captures (_uncollected), since destroying a graph invalidates
     the capture under way (a lean IC(0) graph's capture failed so on an H100, 2026-12-06). Its
     results are t0's, and the earlier Prepared is gone once the capture is over."""
     mats = operands(pair, matrix("poisson3d", 64, 2) if lean else matrix("poisson3d_27", 27, 2))

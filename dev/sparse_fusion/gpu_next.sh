@@ -39,13 +39,13 @@
 # factor pairs, the A/B of PREP_AHEAD (every factor graph) and tests with it (1029; kept for IC(0) alone); at 13:51
 # UTC on an H100, tests with c47ad0e (1 failed of 1029: a capture invalidated by a graph that Python's collector
 # destroyed during it; _uncollected since) and prep_partial (PREP_AHEAD_PARTIAL not kept and removed, the step
-# too; PREP_AHEAD on the 27-point IC(0) measured). A warm
+# too; PREP_AHEAD on the 27-point IC(0) measured); at 14:49 UTC on an H100, by hand, test_capture_outlasts_dead_cycles
+# with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests       # with _uncollected (the collector paused while t3 captures)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)

@@ -1491,8 +1491,10 @@ def _uncollected():
     a CUDA graph that an earlier call left in a reference cycle (a Prepared held by a raised
     breakdown's traceback), and destroying a graph invalidates the capture under way — on an H100
     (2026-12-06, figures/data/gpu_tests_h100_2026-12-06_c47ad0e.log) a lean IC(0) graph's capture
-    failed so, CUDA warning "operation not permitted when stream is capturing (function reset)".
-    torch.cuda.graph collects before it captures only with torch.compiler.config.force_cudagraph_gc."""
+    failed so, CUDA warning "operation not permitted when stream is capturing (function reset)";
+    without the pause test_capture_outlasts_dead_cycles failed 4 of 4 there, with it none
+    (figures/data/capture_cycle_h100_2026-12-06.log). torch.cuda.graph collects before it
+    captures only with torch.compiler.config.force_cudagraph_gc."""
     was = gc.isenabled()
     gc.disable()
     try:
