@@ -2523,20 +2523,23 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     assert t3._graph_own(run) == (None, None)
 
 
-@pytest.mark.parametrize("case, fuse", [("hubs", False), ("hubs", True), ("hubs_fresh", False), ("ic_walks", True),
-                                        ("ilu27", False)])
-def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
+@pytest.mark.parametrize("case, fuse, slots_ahead", [("hubs", False, True), ("hubs", True, True),
+                                                     ("hubs_fresh", False, True), ("ic_walks", True, True),
+                                                     ("ic_walks", True, False), ("ilu27", False, True)])
+def test_graph_prepares_the_next_call_ahead(case, fuse, slots_ahead, monkeypatch):
     """PREP_AHEAD's two graphs, each call run as they run it (whether or not prepares_ahead picks
     the case), on buffers kept from call to call: the call's launches (_main_launches: the input
     read at its address, the kernel), rows.factor_out without its reset, then the next call's
     preparation (_prep_ahead, the reset there). Each call gives t0's factor and solve, and after each
     preparation VAL is the sentinel template again, every output slot the sentinel and OWN A's
     values. ILU(0) with walked hubs (OWN's walked entries copied back, or with OWN_WALKED off
-    every entry), IC(0) on the 27-point stencil with walked boundary rows, ILU(0) on it with every
-    row held (OWN is A's values)."""
+    every entry), IC(0) on the 27-point stencil with walked boundary rows (and with SLOTS_AHEAD
+    off: the output slots' sentinel in the call's fill instead), ILU(0) on it with every row held
+    (OWN is A's values)."""
     pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
     mats, R = _walking_factor(case.removesuffix("_fresh"), monkeypatch)
     monkeypatch.setattr(t3, "OWN_WALKED", case != "hubs_fresh")
+    monkeypatch.setattr(t3, "SLOTS_AHEAD", slots_ahead)
     key = f"ahead_{case}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
     t = run.tables
@@ -2553,6 +2556,14 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
     t3._prep_ahead(run, val, marks, slots, own, walked)
     rewritten = torch.from_numpy(t.rewritten.astype(np.int64)).to(val.device)
+    launch, starts = t3._run_syncfree, []
+
+    def launch_from_the_template(run_, val_, vec_, own_=None):     # the interpreter's programs run in order and
+        starts.append(vec_)                                          # would never read a stale slot: checked here
+        assert bool((vec_.view(bits)[t.n1:] == sent).all()), "an output slot without the sentinel at the kernel's start"
+        assert torch.equal(val_.view(bits), run.data_template.view(bits)) and torch.equal(own_, run.values)
+        return launch(run_, val_, vec_, own_)
+    monkeypatch.setattr(t3, "_run_syncfree", launch_from_the_template)
     for seed in (47, 53, 59):
         b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
         v = _vector(b, "float64")
@@ -2563,8 +2574,9 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
         t3._prep_ahead(run, val, marks, slots, own, walked)
         _check(rows.results(t, run.dev, out, outs, flag=flag), _reference(pair, mats, b, "float64", (key, seed)),
                pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead, call {seed}")
-        assert torch.equal(val.view(bits), run.data_template.view(bits))
-        assert bool((slots.view(bits)[t.n1:] == sent).all()) and torch.equal(own, run.values)
+        assert torch.equal(val.view(bits), run.data_template.view(bits)) and torch.equal(own, run.values)
+        assert bool((slots.view(bits)[t.n1:] == sent).all()) == slots_ahead     # or the kernel's values left there
+    assert len(starts) == 3
 
 
 def _launch_metas(monkeypatch) -> list:

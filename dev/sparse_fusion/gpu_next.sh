@@ -46,6 +46,7 @@
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh slots_ahead  # SLOTS_AHEAD's A/B (an H100 is enough); then tests if it flips
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
@@ -111,6 +112,14 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
+    slots_ahead)  # A/B: the package (old, old2, new) against SLOTS_AHEAD off (alt1: the output slots' sentinel in
+                  # the call's fill, right before the kernel, not in PREP_AHEAD's preparation); IC(0); about 3 min
+      flagged slots_late 's/^SLOTS_AHEAD = True$/SLOTS_AHEAD = False/' \
+        && git archive HEAD tiers > /tmp/package.tar \
+        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
+          /tmp/package.tar,/tmp/slots_late.tar "$OUT/slots_ahead_ab.json" \
+powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32,\
+poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/slots_ahead_ab.log" | cut -c1-400 | tail -12 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

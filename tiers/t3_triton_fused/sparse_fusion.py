@@ -1407,24 +1407,35 @@ def resets_ahead(run) -> bool:
     return len(run.tables.rewritten) == run.values.numel()
 
 
+SLOTS_AHEAD = True
+"""Whether PREP_AHEAD's preparation puts the sentinel in VEC's output slots (True), or the call's
+graph does, in the input's fill right before the kernel, as without PREP_AHEAD (False). Not
+measured yet (dev/sparse_fusion/gpu_next.sh slots_ahead). Why it might matter: prepared ILU(0)
+calls were slower even with the sentinel's reset left where it was (prepares_ahead), and one guess
+not yet tested is that slots written right before the kernel are still in L2 when its first
+polls read them, while the preparation's are evicted by rows.factor_out's stream in between."""
+
+
 def _main_launches(run, val, slots, own, address, flag):
     """What a PREP_AHEAD call's graph launches: the input into its slots (read where `address`
-    says; the output slots hold the sentinel already), the flag zeroed, the kernel."""
+    says; the output slots' sentinel too unless SLOTS_AHEAD left it to _prep_ahead), the flag
+    zeroed, the kernel."""
     n = run.tables.n1
-    grid, kwargs = fill_launch(n, slots.dtype, False, False, 1, True)
-    _input_then_sentinel[grid](*fill_args(slots, slots, n, 0, None, address, total=n), **kwargs)
+    total = n if SLOTS_AHEAD else slots.shape[0]
+    grid, kwargs = fill_launch(total, slots.dtype, False, False, 1, True)
+    _input_then_sentinel[grid](*fill_args(slots, slots, n, 0, None, address, total=total), **kwargs)
     flag.zero_()
     _run_syncfree(run, val, slots, own)
 
 
 def _prep_ahead(run, val, marks, slots, own, walked):
     """The next call's preparation (PREP_AHEAD; rows.factor_out ran with reset=False): the sentinel
-    back in VAL wherever a step rewrites it; the sentinel in every output slot of VEC, and OWN
-    (where rows walk) A's values again — only the walked rows' entries (`walked`, _graph_own), or
-    every entry where `walked` is None."""
+    back in VAL wherever a step rewrites it; the sentinel in every output slot of VEC (SLOTS_AHEAD),
+    and OWN (where rows walk) A's values again — only the walked rows' entries (`walked`,
+    _graph_own), or every entry where `walked` is None."""
     rows.sentinel_back(val, marks)
     n, total = run.tables.n1, slots.shape[0]
-    if total > n:
+    if SLOTS_AHEAD and total > n:
         grid, kwargs = fill_launch(total - n, slots.dtype, False, False, 1, False)
         _input_then_sentinel[grid](*fill_args(slots, slots[:n], n, n, None), **kwargs)
     _own_back(run, own, walked)
