@@ -2490,14 +2490,32 @@ def _walking_factor(case, monkeypatch):
     return operands(pair, matrix("poisson3d_27", 27, 5)), 2
 
 
-@pytest.mark.parametrize("pair, fuse", [("spilu0_sptrsv", False), ("spilu0_sptrsv", True),
-                                        ("spic0_sptrsv", False), ("spic0_sptrsv", True)])
-def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 3000), k=st.integers(0, 3000), dtype=st.sampled_from(["float64", "float32"]))
+def test_copy_at_copies_the_named_positions_alone(n, k, dtype):
+    """launch.copy_at (OWN_COPY_AT): dst[at] = src[at] at distinct positions, in any number
+    (none included, and more than one block's), every other entry of dst as it was."""
+    rng = np.random.default_rng(n * 7919 + k)
+    before, src = rng.standard_normal(n), rng.standard_normal(n)
+    at = rng.permutation(n)[:k]
+    dst = _vector(before, dtype)
+    t3_launch.copy_at(dst, _vector(src, dtype), torch.from_numpy(at).to(dst.device))
+    want = _vector(before, dtype).cpu()
+    want[at] = _vector(src, dtype).cpu()[at]
+    assert torch.equal(dst.cpu(), want)
+
+
+@pytest.mark.parametrize("pair, fuse, copy_at", [("spilu0_sptrsv", False, False), ("spilu0_sptrsv", True, False),
+                                                  ("spic0_sptrsv", False, False), ("spic0_sptrsv", True, False),
+                                                  ("spilu0_sptrsv", False, True), ("spic0_sptrsv", True, True)])
+def test_graph_own_copies_back_only_walked_entries(pair, fuse, copy_at, monkeypatch):
     """t3's graph keeps OWN from call to call and copies back from A's values only the walked rows'
-    entries (OWN_WALKED, _graph_own): those are all a call writes in OWN, so each call, run as the
-    graph runs it, still gives t0's factor and solve, and OWN is A's values everywhere else —
-    ILU(0) with two walked hubs, IC(0) on the 27-point stencil with HOLD_SHARE low (its boundary
-    rows walk), rows apart and fused with their solve rows."""
+    entries (OWN_WALKED, _graph_own; _own_back, with torch's gather and scatter or, OWN_COPY_AT, one
+    Triton launch): those are all a call writes in OWN, so each call, run as the graph runs it,
+    still gives t0's factor and solve, and OWN is A's values everywhere else — ILU(0) with two
+    walked hubs, IC(0) on the 27-point stencil with HOLD_SHARE low (its boundary rows walk), rows
+    apart and fused with their solve rows."""
+    monkeypatch.setattr(t3, "OWN_COPY_AT", copy_at)
     mats, R = _walking_factor("hubs" if pair == "spilu0_sptrsv" else "ic_walks", monkeypatch)
     key = f"own_{pair}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 19, key, block_rows=R)
@@ -2511,7 +2529,8 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, monkeypatch):
     for seed in (23, 29):
         b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
         v = _vector(b, "float64")
-        own.index_copy_(0, walked, run.values.index_select(0, walked))
+        t3._own_back(run, own, walked)
+        assert torch.equal(own, run.values)
         val, _, vec = t3._data_buffers(run, v)
         t3._run_syncfree(run, val, vec, own)
         out = rows.results(t, run.dev, val, rows.vector_outs(t, vec))

@@ -46,7 +46,9 @@
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh slots_ahead  # SLOTS_AHEAD's A/B (an H100 is enough); then tests if it flips
+#   bash dev/sparse_fusion/gpu_next.sh slots_ahead own_copy call_parts   # SLOTS_AHEAD's and OWN_COPY_AT's A/Bs, and
+#                                                  # factor_out's shapes on the power-law pairs (an H100 is enough;
+#                                                  # about 9 min: two calls); then tests with what is kept
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
@@ -120,6 +122,19 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
           /tmp/package.tar,/tmp/slots_late.tar "$OUT/slots_ahead_ab.json" \
 powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32,\
 poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/slots_ahead_ab.log" | cut -c1-400 | tail -12 ;;
+    own_copy)     # A/B: the package (old, old2, new) against OWN_COPY_AT on (alt1: the walked rows' entries copied
+                  # back into OWN by one Triton launch); the power-law ILU(0), whose call has it on its path; about 3 min
+      flagged copy_at 's/^OWN_COPY_AT = False$/OWN_COPY_AT = True/' \
+        && git archive HEAD tiers > /tmp/package.tar \
+        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
+          /tmp/package.tar,/tmp/copy_at.tar "$OUT/own_copy_ab.json" \
+powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
+        | tee "$OUT/own_copy_ab.log" | cut -c1-400 | tail -12 ;;
+    call_parts)   # dev/sparse_fusion/call_parts.py on the power-law factor pairs: what each part of a call costs, and
+                  # factor_out alone at 8 shapes against a plain copy (it ran at 2.3 TB/s there); about 3 min
+      PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \
+        "$OUT/call_parts_powerlaw.json" powerlaw:1000000:spilu0_sptrsv,powerlaw:1000000:spic0_sptrsv 2>&1 \
+        | tee "$OUT/call_parts_powerlaw.log" | cut -c1-600 | tail -6 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \

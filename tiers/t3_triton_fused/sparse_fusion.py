@@ -221,7 +221,7 @@ from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, l
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound,
                                                           _fresh_ticket, _gather_back, _input_then_sentinel,
                                                           _launch_claimed, _slots_from, back_launch, claimed,
-                                                          fill_args, fill_launch, jit_launch, new_slots, uses_pdl)
+                                                          copy_at, fill_args, fill_launch, jit_launch, new_slots, uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
@@ -1449,8 +1449,18 @@ def _own_back(run, own, walked):
         return
     if walked is None:
         own.copy_(run.values)
+    elif OWN_COPY_AT:
+        copy_at(own, run.values, walked)
     else:
         own.index_copy_(0, walked, run.values.index_select(0, walked))
+
+
+OWN_COPY_AT = False
+"""Whether _own_back copies the walked rows' entries back with one Triton launch (launch.copy_at)
+rather than torch's index_select and index_copy_: on an H100 (2026-12-06,
+figures/data/prof_call_powerlaw_h100_2026-12-06.*) those took 9.5 and 3.7 µs for the power-law
+ILU(0)'s 128 145 entries, on its call's path (its graph does not prepare ahead). Not measured yet
+(dev/sparse_fusion/gpu_next.sh own_copy), so off."""
 
 
 class _Graph(NamedTuple):

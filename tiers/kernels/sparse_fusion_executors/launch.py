@@ -266,6 +266,23 @@ def back_launch(count, pdl) -> tuple:
                                               **({"launch_pdl": True} if pdl else {}))
 
 
+@triton.jit
+def _copy_at(DST, SRC, AT, N, BLOCK: tl.constexpr):
+    """DST[AT[i]] = SRC[AT[i]]: entries copied in place at the positions AT names (copy_at)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    at = tl.load(AT + i, mask=i < N, other=0)
+    tl.store(DST + at, tl.load(SRC + at, mask=i < N), mask=i < N)
+
+
+def copy_at(dst, src, at):
+    """dst[at] = src[at] for the positions `at` (a 1-D integer tensor), in one launch where torch's
+    index_select and index_copy_ take two and a buffer between them (t3's OWN_COPY_AT)."""
+    n = at.shape[0]
+    if n:
+        BLOCK = 1024
+        _copy_at[(triton.cdiv(n, BLOCK),)](dst, src, at, n, BLOCK=BLOCK, num_warps=4)
+
+
 def _launch_dataflow(kernel, run, val, vec, *blocks, lanes=None, chunk=CHUNK):
     """Fill the outputs with the sentinel and launch the programs (_programs) for the blocks of
     `run.plan`, each of `lanes` lanes (default: run.block_rows)."""
