@@ -2129,7 +2129,7 @@ def test_factor_calls_keep_their_outputs(pair, lean):
     _check(second, refs[1], pair, mats, "float64", "second call, after the others")
 
 
-@pytest.mark.skipif(DEVICE != "cuda", reason="t3 captures graphs on CUDA alone; the interpreter runs every call eagerly")
+@pytest.mark.skipif(DEVICE != "cuda", reason="t3 captures graphs on CUDA alone; the interpreter runs calls eagerly")
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 @pytest.mark.parametrize("lean", [False, True])
 def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):

@@ -123,7 +123,8 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
 powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32,\
 poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/slots_ahead_ab.log" | cut -c1-400 | tail -12 ;;
     own_copy)     # A/B: the package (old, old2, new) against OWN_COPY_AT on (alt1: the walked rows' entries copied
-                  # back into OWN by one Triton launch); the power-law ILU(0), whose call has it on its path; about 3 min
+                  # back into OWN by one Triton launch); the power-law ILU(0), whose call has it on its path;
+                  # about 3 min
       flagged copy_at 's/^OWN_COPY_AT = False$/OWN_COPY_AT = True/' \
         && git archive HEAD tiers > /tmp/package.tar \
         && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \

@@ -221,7 +221,8 @@ from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, l
 from tiers.kernels.sparse_fusion_executors.launch import (SENTINEL, SENTINEL_BITS, STRIDING, Bound,
                                                           _fresh_ticket, _gather_back, _input_then_sentinel,
                                                           _launch_claimed, _slots_from, back_launch, claimed,
-                                                          copy_at, fill_args, fill_launch, jit_launch, new_slots, uses_pdl)
+                                                          copy_at, fill_args, fill_launch, jit_launch, new_slots,
+                                                          uses_pdl)
 from tiers.kernels.sparse_fusion_executors.levels import _level_plan, _run_levels
 from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORDER, _dataflow, _dataflow_plan,
                                                            _dataflow_values, record_chunk)
@@ -1508,7 +1509,7 @@ def _graphed(run, vector):
 
 @contextlib.contextmanager
 def _uncollected():
-    """Python's cyclic collector paused (as it was after): a collection inside a capture may destroy
+    """Python's cyclic collector paused, then left as it was: a collection inside a capture may destroy
     a CUDA graph that an earlier call left in a reference cycle (a Prepared held by a raised
     breakdown's traceback), and destroying a graph invalidates the capture under way — on an H100
     (2026-12-06, figures/data/gpu_tests_h100_2026-12-06_c47ad0e.log) a lean IC(0) graph's capture
