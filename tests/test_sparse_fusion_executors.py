@@ -2135,7 +2135,7 @@ def test_factor_calls_keep_their_outputs(pair, lean):
 def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):
     """A graph captured while a dead reference cycle holds an earlier Prepared with its own graph,
     and enough containers are made inside the capture for Python's collector to run there unless
-    paused: t3 pauses it while it captures (_uncollected), since destroying a graph invalidates
+    paused: t3 pauses it while it captures (_captured), since destroying a graph invalidates
     the capture under way (a lean IC(0) graph's capture failed so on an H100, 2026-12-06). Its
     results are t0's, and the earlier Prepared is gone once the capture is over."""
     mats = operands(pair, matrix("poisson3d", 64, 2) if lean else matrix("poisson3d_27", 27, 2))
@@ -2539,7 +2539,8 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, copy_at, monkeypa
         assert torch.equal(own[outside], run.values[outside])
         assert not torch.equal(own[~outside], run.values[~outside])     # the walked rows worked there
     monkeypatch.setattr(t3, "OWN_WALKED", False)
-    assert t3._graph_own(run) == (None, None)
+    own, walked = t3._graph_own(run)                 # a copy of every entry, all rewritten each call
+    assert walked is None and own.data_ptr() != run.values.data_ptr() and torch.equal(own, run.values)
 
 
 @pytest.mark.parametrize("case, fuse, slots_ahead", [("hubs", False, True), ("hubs", True, True),
@@ -2565,7 +2566,6 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, slots_ahead, monkeypatch
     assert t3.prepares_ahead(run) == t3.resets_ahead(run) == (pair == "spic0_sptrsv")   # IC(0) rewrites every entry
     own, walked = t3._graph_own(run)
     assert (own is run.values) == (case == "ilu27") and (walked is None) == (case in ("ilu27", "hubs_fresh"))
-    own = run.values.clone() if own is None else own
     bits, sent = rows.SENTINEL_BITS[torch.float64], rows.SENTINEL[torch.float64]
     val = run.data_template.clone()
     marks = rows.entry_marks(t, val.device)

@@ -29,23 +29,13 @@ from tiers.t3_triton_fused import sparse_fusion as sf
 
 
 def variants(run, v):
-    g, t = run.graph, run.tables
+    t = run.tables
 
     def call(check=True, sparse=True, sync=True):
         def f():
             if check:
                 run.check(v)
-            x = v.contiguous()
-            g.address[0] = x.data_ptr()
-            g.graph.replay()
-            val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
-            if g.prep is not None:      # PREP_AHEAD, as t3's _graphed: the next call's preparation
-                g.flag_host.copy_(flag, non_blocking=True)
-                g.read.record()
-                g.prep.replay()
-                if sync:
-                    g.read.synchronize()
-                flag = g.flag_host
+            val, flag, outs = sf._replay(run, v.contiguous(), wait=sync)
             if sparse and sync:
                 return rows.results(t, run.dev, val, outs, flag=flag)
             if sync:

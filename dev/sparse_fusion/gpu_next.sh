@@ -38,7 +38,7 @@
 # 12:29 UTC on an H100, the A/B of OUT_THROUGH (not kept) with tests of its diff, call_profile.py on the power-law
 # factor pairs, the A/B of PREP_AHEAD (every factor graph) and tests with it (1029; kept for IC(0) alone); at 13:51
 # UTC on an H100, tests with c47ad0e (1 failed of 1029: a capture invalidated by a graph that Python's collector
-# destroyed during it; _uncollected since) and prep_partial (PREP_AHEAD_PARTIAL not kept and removed, the step
+# destroyed during it; _captured since) and prep_partial (PREP_AHEAD_PARTIAL not kept and removed, the step
 # too; PREP_AHEAD on the 27-point IC(0) measured); at 14:49 UTC on an H100, by hand, test_capture_outlasts_dead_cycles
 # with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73). A warm
 # machine answers each call within seconds; a cold one

@@ -1362,14 +1362,13 @@ def _graph_own(run):
     """(OWN, positions) for _capture: where walked rows work beside held ones (OWN_WALKED), a copy
     of A's values made once and the walked rows' entries (RowTables.walked_entries) on the device,
     which each replay copies back from A's values — the only entries a kernel writes in OWN;
-    (run.values, None) where no row walks; (None, None) otherwise — every row walks, or
-    OWN_WALKED is off — for which _capture makes the copy, all of it rewritten each call
-    (_own_back)."""
+    (run.values, None) where no row walks; otherwise — every row walks, or OWN_WALKED is off — a
+    copy and None, all of it rewritten each call (_own_back)."""
     t = run.tables
     if not _works_in_own(run):
         return run.values, None
     if not (OWN_WALKED and t.walks and t.held(run.block_rows)[0]):
-        return None, None
+        return run.values.clone(), None
     return run.values.clone(), torch.from_numpy(t.walked_entries).to(run.values.device)
 
 
@@ -1422,9 +1421,7 @@ def _main_launches(run, val, slots, own, address, flag):
     says; the output slots' sentinel too unless SLOTS_AHEAD left it to _prep_ahead), the flag
     zeroed, the kernel."""
     n = run.tables.n1
-    total = n if SLOTS_AHEAD else slots.shape[0]
-    grid, kwargs = fill_launch(total, slots.dtype, False, False, 1, True)
-    _input_then_sentinel[grid](*fill_args(slots, slots, n, 0, None, address, total=total), **kwargs)
+    _slots_from(slots[:n], n if SLOTS_AHEAD else slots.shape[0], address=address, into=slots)
     flag.zero_()
     _run_syncfree(run, val, slots, own)
 
@@ -1435,10 +1432,8 @@ def _prep_ahead(run, val, marks, slots, own, walked):
     and OWN (where rows walk) A's values again — only the walked rows' entries (`walked`,
     _graph_own), or every entry where `walked` is None."""
     rows.sentinel_back(val, marks)
-    n, total = run.tables.n1, slots.shape[0]
-    if SLOTS_AHEAD and total > n:
-        grid, kwargs = fill_launch(total - n, slots.dtype, False, False, 1, False)
-        _input_then_sentinel[grid](*fill_args(slots, slots[:n], n, n, None), **kwargs)
+    if SLOTS_AHEAD:
+        _slots_from(slots[:run.tables.n1], slots.shape[0], copy=False, into=slots)
     _own_back(run, own, walked)
 
 
@@ -1493,34 +1488,43 @@ def _graphed(run, vector):
     the read alone."""
     if run.graph is None:
         run.graph = _capture(run, vector)
-    g, t = run.graph, run.tables
-    vector = vector.contiguous()
+    val, flag, outs = _replay(run, vector.contiguous())
+    return rows.results(run.tables, run.dev, val, outs, flag=flag)
+
+
+def _replay(run, vector, wait=True):
+    """(factor, breakdown flag, vector results) of one replay of run.graph on the contiguous
+    `vector`, as _graphed says; with PREP_AHEAD the flag is the pinned host copy, read once `wait`
+    has waited for it (dev/sparse_fusion/call_parts.py times it without)."""
+    g = run.graph
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(t, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
+    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
     if g.prep is not None:              # the next call's preparation runs while the host takes the flag
         g.flag_host.copy_(flag, non_blocking=True)
         g.read.record()
         g.prep.replay()
-        g.read.synchronize()
+        if wait:
+            g.read.synchronize()
         flag = g.flag_host
-    return rows.results(t, run.dev, val, outs, flag=flag)
+    return val, flag, outs
 
 
 @contextlib.contextmanager
-def _uncollected():
-    """Python's cyclic collector paused, then left as it was: a collection inside a capture may destroy
-    a CUDA graph that an earlier call left in a reference cycle (a Prepared held by a raised
-    breakdown's traceback), and destroying a graph invalidates the capture under way — on an H100
-    (2026-12-06, figures/data/gpu_tests_h100_2026-12-06_c47ad0e.log) a lean IC(0) graph's capture
-    failed so, CUDA warning "operation not permitted when stream is capturing (function reset)";
-    without the pause test_capture_outlasts_dead_cycles failed 4 of 4 there, with it none
-    (figures/data/capture_cycle_h100_2026-12-06.log). torch.cuda.graph collects before it
-    captures only with torch.compiler.config.force_cudagraph_gc."""
+def _captured(graph):
+    """torch.cuda.graph(graph) with Python's cyclic collector paused, then left as it was: a
+    collection inside a capture may destroy a CUDA graph that an earlier call left in a reference
+    cycle (a Prepared held by a raised breakdown's traceback), and destroying a graph invalidates
+    the capture under way — on an H100 (2026-12-06, figures/data/gpu_tests_h100_2026-12-06_c47ad0e.log)
+    a lean IC(0) graph's capture failed so, CUDA warning "operation not permitted when stream is
+    capturing (function reset)"; without the pause test_capture_outlasts_dead_cycles failed 4 of 4
+    there, with it none (figures/data/capture_cycle_h100_2026-12-06.log). torch.cuda.graph collects
+    before it captures only with torch.compiler.config.force_cudagraph_gc."""
     was = gc.isenabled()
     gc.disable()
     try:
-        yield
+        with torch.cuda.graph(graph):
+            yield
     finally:
         if was:
             gc.enable()
@@ -1544,8 +1548,6 @@ def _capture(run, vector):
     marks = rows.pattern_cached(run.problem, ("entry_marks", str(val.device), reset),
                                 lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
     own, walked = (None, None) if run.lean else _graph_own(run)
-    if not run.lean and own is None:     # kept from call to call, all of it A's values again each call
-        own = run.values.clone()
     ahead = prepares_ahead(run)
     if ahead:
         slots = new_slots(vector, run.tables.vec_len)
@@ -1554,7 +1556,7 @@ def _capture(run, vector):
     graph = torch.cuda.CUDAGraph()
     # unpoisoned whatever TIERS_POISON says: the graph is replayed by calls the benchmarks time, and
     # the slots a poison would fill hold the sentinel (a NaN) until the kernel writes them anyway
-    with _uncollected(), torch.cuda.graph(graph), buffers.poisoned(False):
+    with _captured(graph), buffers.poisoned(False):
         if run.lean:
             vec = lean_slots(vector, run.pair_stride, address=address)
             flag.zero_()
@@ -1570,7 +1572,7 @@ def _capture(run, vector):
     if not ahead:
         return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
     prep = torch.cuda.CUDAGraph()
-    with _uncollected(), torch.cuda.graph(prep):
+    with _captured(prep):
         _prep_ahead(run, val, marks, slots, own, walked)
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
                   torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())

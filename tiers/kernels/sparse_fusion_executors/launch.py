@@ -205,20 +205,21 @@ def _input_then_sentinel(OUT, IN, N_IN, FIRST, TOTAL, AWAITED, SENT: tl.constexp
     tl.store(OUT + i, tl.load(IN + i, mask=i < N_IN, other=SENT), mask=keep)
 
 
-def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=None):
+def _slots_from(vector, total, pdl=False, copy=True, awaited=None, R=1, address=None, into=None):
     """The dataflow executor's VEC for one call: the input (with copy; else its n entries are left
     unwritten, the kernel reading the caller's vector instead: reads_input_apart), then the
     sentinel in every output slot, or with `awaited` (per block of R slots) only in those of the
     blocks some row reads — written by one kernel (a copy and a fill were two, 8.7 and 5.0 µs on
     the 3D grid: figures/data/prof_early_*). With `address` (an int64 tensor the GPU can read,
     t3's graphs: pinned host memory) the kernel reads the input at the address it holds when it
-    runs, and `vector` gives only its length, dtype and device."""
-    slots = new_slots(vector, total)
+    runs, and `vector` gives only its length, dtype and device. With `into` (slots kept from call
+    to call: t3's PREP_AHEAD graphs) the kernel writes there, its first `total` entries only."""
+    slots = new_slots(vector, total) if into is None else into
     n = vector.shape[0]
     first = 0 if copy else n
     if total > first:
         grid, kwargs = fill_launch(total - first, vector.dtype, pdl, awaited is not None, R, address is not None)
-        _input_then_sentinel[grid](*fill_args(slots, vector, n, first, awaited, address), **kwargs)
+        _input_then_sentinel[grid](*fill_args(slots, vector, n, first, awaited, address, total), **kwargs)
     return slots
 
 
