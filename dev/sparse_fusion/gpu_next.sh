@@ -46,6 +46,8 @@
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
+#   bash dev/sparse_fusion/gpu_next.sh tests       # be9d3fd's refactor of the graph calls (_replay, _captured, fills
+#                                                  # through _slots_from): same launches, no GPU has run it
 #   bash dev/sparse_fusion/gpu_next.sh slots_ahead own_copy call_parts   # SLOTS_AHEAD's and OWN_COPY_AT's A/Bs, and
 #                                                  # factor_out's shapes on the power-law pairs (an H100 is enough;
 #                                                  # about 9 min: two calls); then tests with what is kept
