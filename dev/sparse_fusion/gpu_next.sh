@@ -66,12 +66,6 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tiers_out}
 mkdir -p "$OUT"
 
-variant() {  # variant NAME DIFF: /tmp/NAME.tar, the copied tiers/ with DIFF's tiers/ hunks applied, for ab_commit.py
-  rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
-    && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
-    && (cd "/tmp/$1" && git apply --include="tiers/*" "$OLDPWD/$2") && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
-}
-
 flagged() {  # flagged NAME SED_EXPR: /tmp/NAME.tar, the copied tiers/ with SED_EXPR applied to t3's sparse_fusion.py
   rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
     && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
