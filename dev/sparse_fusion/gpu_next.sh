@@ -40,20 +40,20 @@
 # UTC on an H100, tests with c47ad0e (1 failed of 1029: a capture invalidated by a graph that Python's collector
 # destroyed during it; _captured since) and prep_partial (PREP_AHEAD_PARTIAL not kept and removed, the step
 # too; PREP_AHEAD on the 27-point IC(0) measured); at 14:49 UTC on an H100, by hand, test_capture_outlasts_dead_cycles
-# with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73). A warm
+# with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73); at 16:26 UTC
+# on an H100 (after five refused starts), tests with de41d0c (be9d3fd's refactor; 1037 and 73), slots_ahead
+# (SLOTS_AHEAD left on: no difference), own_copy twice (OWN_COPY_AT on since), call_parts, tests with OWN_COPY_AT on
+# (1037 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; the slots_ahead and own_copy steps and their flagged
+# helper removed since. A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests       # be9d3fd's refactor of the graph calls (_replay, _captured, fills
-#                                                  # through _slots_from): same launches, no GPU has run it
-#   bash dev/sparse_fusion/gpu_next.sh slots_ahead own_copy call_parts   # SLOTS_AHEAD's and OWN_COPY_AT's A/Bs, and
-#                                                  # factor_out's shapes on the power-law pairs (an H100 is enough;
-#                                                  # about 9 min: two calls); then tests with what is kept
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
-#                                                  # PREP_AHEAD; then cli poisson3d27 spic0_sptrsv (PREP_AHEAD there)
+#                                                  # PREP_AHEAD, OWN_COPY_AT; then cli poisson3d27 spic0_sptrsv
+#                                                  # (PREP_AHEAD there)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -65,14 +65,6 @@ set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tiers_out}
 mkdir -p "$OUT"
-
-flagged() {  # flagged NAME SED_EXPR: /tmp/NAME.tar, the copied tiers/ with SED_EXPR applied to t3's sparse_fusion.py
-  rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
-    && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
-    && sed -i "$2" "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" \
-    && ! cmp -s "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" tiers/t3_triton_fused/sparse_fusion.py \
-    && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
-}
 
 step() {    # one step: its name, then (cli) the matrix and the pairs
   {
@@ -110,23 +102,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
-    slots_ahead)  # A/B: the package (old, old2, new) against SLOTS_AHEAD off (alt1: the output slots' sentinel in
-                  # the call's fill, right before the kernel, not in PREP_AHEAD's preparation); IC(0); about 3 min
-      flagged slots_late 's/^SLOTS_AHEAD = True$/SLOTS_AHEAD = False/' \
-        && git archive HEAD tiers > /tmp/package.tar \
-        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-          /tmp/package.tar,/tmp/slots_late.tar "$OUT/slots_ahead_ab.json" \
-powerlaw:1000000:spic0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion:float32,\
-poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 | tee "$OUT/slots_ahead_ab.log" | cut -c1-400 | tail -12 ;;
-    own_copy)     # A/B: the package (old, old2, new) against OWN_COPY_AT on (alt1: the walked rows' entries copied
-                  # back into OWN by one Triton launch); the power-law ILU(0), whose call has it on its path;
-                  # about 3 min
-      flagged copy_at 's/^OWN_COPY_AT = False$/OWN_COPY_AT = True/' \
-        && git archive HEAD tiers > /tmp/package.tar \
-        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-          /tmp/package.tar,/tmp/copy_at.tar "$OUT/own_copy_ab.json" \
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spilu0_sptrsv:sparse_fusion:float32 2>&1 \
-        | tee "$OUT/own_copy_ab.log" | cut -c1-400 | tail -12 ;;
     call_parts)   # dev/sparse_fusion/call_parts.py on the power-law factor pairs: what each part of a call costs, and
                   # factor_out alone at 8 shapes against a plain copy (it ran at 2.3 TB/s there); about 3 min
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \

@@ -1637,7 +1637,11 @@ FACTOR_OUT_SHAPE = (1024, 8)
 """_factor_out's (BLOCK, num_warps). Timed alone on the H200 (2026-12-03, dev/sparse_fusion/
 call_parts.py, figures/data/call_parts_*; do_bench medians of 5 rotated rounds, µs) against the
 earlier (2048, 4): 3D ILU(0) 48.9 against 67.5, IC(0) 30.6 against 39.5, float32 ILU(0) 26.5
-against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) 0–15 % slower than (1024, 8), 4096 and 8192 slower."""
+against 33.8, 2D ILU(0) 37.7 against 49.4; (1024, 4) 0–15 % slower than (1024, 8), 4096 and 8192 slower.
+Again on an H100 (2026-12-06 16:34 UTC, with the call's reset, figures/data/call_parts_powerlaw_h100_2026-12-06.*),
+the power-law ILU(0) / IC(0): (1024, 8) 68.2 / 30.5 µs, the fastest of the 8 shapes ((1024, 4) 71.9 / 32.1,
+(8192, 4) 102.9 / 51.2), against a plain copy of VAL, 45.2 / 29.5; the ILU(0)'s pass also reads the marks and
+writes the sentinel into its 4M rewritten entries."""
 
 
 def factor_out(tables, val, marks, vec=None, flag=None, reset=True):

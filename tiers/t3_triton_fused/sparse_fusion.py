@@ -1409,11 +1409,14 @@ def resets_ahead(run) -> bool:
 
 SLOTS_AHEAD = True
 """Whether PREP_AHEAD's preparation puts the sentinel in VEC's output slots (True), or the call's
-graph does, in the input's fill right before the kernel, as without PREP_AHEAD (False). Not
-measured yet (dev/sparse_fusion/gpu_next.sh slots_ahead). Why it might matter: prepared ILU(0)
-calls were slower even with the sentinel's reset left where it was (prepares_ahead), and one guess
-not yet tested is that slots written right before the kernel are still in L2 when its first
-polls read them, while the preparation's are evicted by rows.factor_out's stream in between."""
+graph does, in the input's fill right before the kernel, as without PREP_AHEAD (False). The guess
+it tested: prepared ILU(0) calls were slower even with the sentinel's reset left where it was
+(prepares_ahead), maybe because slots written right before the kernel are still in L2 when its
+first polls read them. Measured on an H100 (2026-12-06 16:29 UTC, the package three times against
+False, A/B in one process, 5 rotated rounds, every output checked,
+figures/data/slots_ahead_ab_h100_2026-12-06.*), IC(0) ms: power-law 0.476 / 0.486 / 0.473 against
+0.479, float32 0.394 / 0.399 / 0.379 against 0.399, 27-point grid 1.366 / 1.346 / 1.345 against
+1.354 — inside the package's own spread in every case, so the guess finds nothing; kept on."""
 
 
 def _main_launches(run, val, slots, own, address, flag):
@@ -1451,12 +1454,16 @@ def _own_back(run, own, walked):
         own.index_copy_(0, walked, run.values.index_select(0, walked))
 
 
-OWN_COPY_AT = False
+OWN_COPY_AT = True
 """Whether _own_back copies the walked rows' entries back with one Triton launch (launch.copy_at)
 rather than torch's index_select and index_copy_: on an H100 (2026-12-06,
 figures/data/prof_call_powerlaw_h100_2026-12-06.*) those took 9.5 and 3.7 µs for the power-law
-ILU(0)'s 128 145 entries, on its call's path (its graph does not prepare ahead). Not measured yet
-(dev/sparse_fusion/gpu_next.sh own_copy), so off."""
+ILU(0)'s 128 145 entries, on its call's path (its graph does not prepare ahead). Measured on an
+H100 (2026-12-06 16:32 and 16:36 UTC, the package three times against on, A/Bs in one process,
+5 rotated rounds, every output checked, figures/data/own_copy_ab_h100_2026-12-06_{a,b}.*), the
+power-law ILU(0), ms: 0.726 / 0.732 / 0.728 against 0.719, then 0.722 / 0.726 / 0.726 against
+0.716 — under the package's fastest run both times, by 6–7 µs; float32 0.669 / 0.664 / 0.637
+against 0.668, then 0.660 / 0.656 / 0.629 against 0.657, inside a spread of 30 µs. On since."""
 
 
 class _Graph(NamedTuple):
