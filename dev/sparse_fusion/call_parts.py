@@ -35,10 +35,12 @@ def variants(run, v):
         def f():
             if check:
                 run.check(v)
-            val, flag, outs = sf._replay(run, v.contiguous(), wait=sync)
+            val, flag, outs, ready = sf._replay(run, v.contiguous(), wait=sync)
             if sparse and sync:
-                return rows.results(t, run.dev, val, outs, flag=flag)
+                return rows.results(t, run.dev, val, outs, flag=flag, ready=ready)
             if sync:
+                if ready is not None:
+                    ready.synchronize()
                 rows.raise_flagged(t, val, flag)
             return (val,) + outs
         return f

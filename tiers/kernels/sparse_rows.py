@@ -1701,19 +1701,22 @@ def vector_outs(tables, vec) -> tuple:
     return tuple(vec[at:at + tables.n1] for at in tables.out_at)
 
 
-def results(tables, dev, val, outs, flag=None):
+def results(tables, dev, val, outs, flag=None, ready=None):
     """The pair's results from VAL and its vector results `outs` (vector_outs; `dev`:
     device_tables' tensors). For ILU(0)/IC(0) the factor comes first, as a torch sparse CSR tensor
     with A's (tril(A)'s) pattern like t1's, and its pivots are checked (breakdown_flag, then one
     device-to-host read, after the outputs are made): a kernel cannot raise, so a breakdown is
     reported here, for the lowest row where it happened — the row t0 stops at (later bad pivots
     descend from it). `flag`: breakdown_flag's or factor_out's result where the caller has it
-    already."""
+    already; `ready`: where `flag` is a host copy still under way (t3's WAIT_LAST), the event it
+    waits for, once the outputs are made."""
     n = tables.n1
     if not tables.factor:
         return outs
     if flag is None:
         flag = breakdown_flag(tables, dev, val)
     factor = torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n))
+    if ready is not None:
+        ready.synchronize()
     raise_flagged(tables, val, flag)
     return (factor,) + outs

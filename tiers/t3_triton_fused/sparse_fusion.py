@@ -1397,7 +1397,11 @@ def prepares_ahead(run) -> bool:
         against 0.486 off, 27-point grid 1.334 / 1.336 / 1.338 against 1.346 off; ILU(0)
         power-law 0.747 / 0.747 / 0.751 against 0.789, 27-point 1.475 / 1.489 / 1.493 against
         1.538 — so ILU(0) loses without the separate reset too, and the sentinel's pass is not
-        what costs there (why it does was not profiled)."""
+        what costs there (why it does was not profiled). do_bench clears L2 before each call it
+        times, after the preparation ran; the same A/B's host times (20 calls back to back, no
+        clearing, the device's time inside since each call waits for its flag) put the power-law
+        ILU(0)'s loss at 17 µs (0.740 against 0.757), not 42, and the 27-point's at 55 (1.480
+        against 1.534), not 49: L2 explains part of the one and nothing of the other."""
     return PREP_AHEAD and not run.lean and resets_ahead(run)
 
 
@@ -1476,8 +1480,8 @@ class _Graph(NamedTuple):
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
     prep: object = None        # PREP_AHEAD: the graph of _prep_ahead, replayed after the flag's read is queued
-    flag_host: object = None   # PREP_AHEAD: [1] int32 in pinned host memory, the flag as read
-    read: object = None        # PREP_AHEAD: the event after that read
+    flag_host: object = None   # PREP_AHEAD or WAIT_LAST: [1] int32 in pinned host memory, the flag as read
+    read: object = None        # PREP_AHEAD or WAIT_LAST: the event after that read
 
 
 def _graphed(run, vector):
@@ -1495,26 +1499,42 @@ def _graphed(run, vector):
     the read alone."""
     if run.graph is None:
         run.graph = _capture(run, vector)
-    val, flag, outs = _replay(run, vector.contiguous())
-    return rows.results(run.tables, run.dev, val, outs, flag=flag)
+    val, flag, outs, ready = _replay(run, vector.contiguous())
+    return rows.results(run.tables, run.dev, val, outs, flag=flag, ready=ready)
 
 
 def _replay(run, vector, wait=True):
-    """(factor, breakdown flag, vector results) of one replay of run.graph on the contiguous
-    `vector`, as _graphed says; with PREP_AHEAD the flag is the pinned host copy, read once `wait`
-    has waited for it (dev/sparse_fusion/call_parts.py times it without)."""
+    """(factor, breakdown flag, vector results, ready) of one replay of run.graph on the contiguous
+    `vector`, as _graphed says. Where the graph reads its flag into pinned host memory (PREP_AHEAD,
+    WAIT_LAST) the flag is that copy: waited for here if `wait` (dev/sparse_fusion/call_parts.py
+    times calls without), or, with WAIT_LAST, by rows.results, which takes `ready`, the read's
+    event (else None)."""
     g = run.graph
     g.address[0] = vector.data_ptr()
     g.graph.replay()
     val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
+    if g.flag_host is None:
+        return val, flag, outs, None
+    g.flag_host.copy_(flag, non_blocking=True)
+    g.read.record()
     if g.prep is not None:              # the next call's preparation runs while the host takes the flag
-        g.flag_host.copy_(flag, non_blocking=True)
-        g.read.record()
         g.prep.replay()
-        if wait:
-            g.read.synchronize()
-        flag = g.flag_host
-    return val, flag, outs
+    if WAIT_LAST:
+        return val, g.flag_host, outs, g.read
+    if wait:
+        g.read.synchronize()
+    return val, g.flag_host, outs, None
+
+
+WAIT_LAST = False
+"""Whether every factor graph reads its breakdown flag into pinned host memory after an event
+(as PREP_AHEAD's always do) and the call waits for it only once rows.results has made the sparse
+factor, instead of waiting first (PREP_AHEAD) or reading the flag with a synchronous copy into
+pageable memory (the others). Both waits are on the call's path: on an H100 (2026-12-06,
+figures/data/call_parts_powerlaw_h100_2026-12-06.*) a call without its flag's read was 30 µs
+faster on the power-law ILU(0) (0.703 against 0.733 ms) and 11 µs on the IC(0), and one without
+the sparse tensor 6 and 11 µs (the IC(0) makes it after its wait). Not measured yet
+(dev/sparse_fusion/gpu_next.sh wait_last), so off."""
 
 
 @contextlib.contextmanager
@@ -1576,13 +1596,15 @@ def _capture(run, vector):
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-    if not ahead:
-        return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked))
-    prep = torch.cuda.CUDAGraph()
-    with _captured(prep):
-        _prep_ahead(run, val, marks, slots, own, walked)
+    prep = None
+    if ahead:
+        prep = torch.cuda.CUDAGraph()
+        with _captured(prep):
+            _prep_ahead(run, val, marks, slots, own, walked)
+    pinned = ahead or WAIT_LAST
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
-                  torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
+                  torch.zeros(1, dtype=torch.int32, pin_memory=True) if pinned else None,
+                  torch.cuda.Event() if pinned else None)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
