@@ -113,9 +113,10 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
     wait_last)    # A/B: the package (old, old2, new) against WAIT_LAST on (alt1: every factor graph reads its flag into
                   # pinned memory after an event and waits for it only once the sparse factor is made); the
-                  # power-law and 27-point factor pairs; about 4 min
+                  # power-law and 27-point factor pairs; about 4 min. The package is the copied tree's tiers/, not
+                  # git archive HEAD: the device copy's git HEAD can lag (it named 32400ab under de41d0c's files)
       flagged wait_last 's/^WAIT_LAST = False$/WAIT_LAST = True/' \
-        && git archive HEAD tiers > /tmp/package.tar \
+        && tar -cf /tmp/package.tar --exclude=__pycache__ tiers \
         && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
           /tmp/package.tar,/tmp/wait_last.tar "$OUT/wait_last_ab.json" \
 powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
