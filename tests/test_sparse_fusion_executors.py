@@ -2214,6 +2214,15 @@ def test_pivot_test_kernel_judges_as_validation_does(picks, kind, dtype):
     assert torch.equal(out.view(rows.SENTINEL_BITS[dt]), pivots.view(rows.SENTINEL_BITS[dt]))
 
 
+def _bad_pivots(values, t, pair, rows_hit):
+    """A copy of a factor's `values` whose pivots in rows `rows_hit` stop the factorisation (ILU(0):
+    NaN, IC(0): negative), for the tests of the breakdown flag's read."""
+    broken = values.clone()
+    for i in rows_hit:
+        broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
+    return broken
+
+
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_factor_out_copies_and_resets(pair, dtype):
@@ -2247,11 +2256,8 @@ def test_factor_out_copies_and_resets(pair, dtype):
     out, flag, _ = rows.factor_out(t, val, pivots_only)
     assert torch.equal(out.view(bits), factor.view(bits)) and int(flag[0]) == 0
     assert torch.equal(val.view(bits), factor.view(bits))
-    broken = factor.clone()
     rows_hit = [5, 2 * len(t.pivot_at) // 3]
-    for i in rows_hit:
-        broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
-    out, flag, outs = rows.factor_out(t, broken.clone(), marks)
+    out, flag, outs = rows.factor_out(t, _bad_pivots(factor, t, pair, rows_hit), marks)
     assert outs == ()
     with pytest.raises(ValueError, match=f"breaks down in row {min(rows_hit)}:"):
         rows.raise_flagged(t, out, flag)
@@ -2288,11 +2294,8 @@ def test_results_wait_for_a_flag_in_flight(pair):
     run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")
     factor, x = run(_vector(b, "float64"))
     t, marks = run.tables, rows.entry_marks(run.tables, factor.device)
-    broken = factor.values().clone()
     rows_hit = [3, len(t.pivot_at) // 2]
-    for i in rows_hit:
-        broken[int(t.pivot_at[i])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
-    for val, bad in ((factor.values().clone(), None), (broken, min(rows_hit))):
+    for val, bad in ((factor.values().clone(), None), (_bad_pivots(factor.values(), t, pair, rows_hit), min(rows_hit))):
         out, flag, _ = rows.factor_out(t, val, marks)
         host = torch.zeros(1, dtype=torch.int32)           # the stale value, as before the copy lands
         ready = _Driven(lands=(flag, host))
@@ -2320,9 +2323,7 @@ def test_replay_reads_the_flag_either_way(pair, wait_last, monkeypatch):
     run = t3.prepare(pair, *mats, like=v, executor="dataflow", lean=False)
     factor = run(v)[0].values()
     t, marks = run.tables, rows.entry_marks(run.tables, factor.device)
-    broken = factor.clone()
-    broken[int(t.pivot_at[4])] = float("nan") if pair == "spilu0_sptrsv" else -1.0
-    for val, bad in ((factor.clone(), None), (broken, 4)):
+    for val, bad in ((factor.clone(), None), (_bad_pivots(factor, t, pair, [4]), 4)):
         vec = torch.rand(t.vec_len, dtype=factor.dtype, device=factor.device)
         graph, event = _Driven(), _Driven()
         run.graph = t3._Graph(graph, np.zeros(1, dtype=np.int64), val, vec, marks,
@@ -2633,23 +2634,20 @@ def test_graph_own_copies_back_only_walked_entries(pair, fuse, copy_at, monkeypa
     assert walked is None and own.data_ptr() != run.values.data_ptr() and torch.equal(own, run.values)
 
 
-@pytest.mark.parametrize("case, fuse, slots_ahead", [("hubs", False, True), ("hubs", True, True),
-                                                     ("hubs_fresh", False, True), ("ic_walks", True, True),
-                                                     ("ic_walks", True, False), ("ilu27", False, True)])
-def test_graph_prepares_the_next_call_ahead(case, fuse, slots_ahead, monkeypatch):
+@pytest.mark.parametrize("case, fuse", [("hubs", False), ("hubs", True), ("hubs_fresh", False), ("ic_walks", True),
+                                        ("ilu27", False)])
+def test_graph_prepares_the_next_call_ahead(case, fuse, monkeypatch):
     """PREP_AHEAD's two graphs, each call run as they run it (whether or not prepares_ahead picks
     the case), on buffers kept from call to call: the call's launches (_main_launches: the input
     read at its address, the kernel), rows.factor_out without its reset, then the next call's
     preparation (_prep_ahead, the reset there). Each call gives t0's factor and solve, and after each
     preparation VAL is the sentinel template again, every output slot the sentinel and OWN A's
     values. ILU(0) with walked hubs (OWN's walked entries copied back, or with OWN_WALKED off
-    every entry), IC(0) on the 27-point stencil with walked boundary rows (and with SLOTS_AHEAD
-    off: the output slots' sentinel in the call's fill instead), ILU(0) on it with every row held
-    (OWN is A's values)."""
+    every entry), IC(0) on the 27-point stencil with walked boundary rows, ILU(0) on it with every
+    row held (OWN is A's values)."""
     pair = "spic0_sptrsv" if case == "ic_walks" else "spilu0_sptrsv"
     mats, R = _walking_factor(case.removesuffix("_fresh"), monkeypatch)
     monkeypatch.setattr(t3, "OWN_WALKED", case != "hubs_fresh")
-    monkeypatch.setattr(t3, "SLOTS_AHEAD", slots_ahead)
     key = f"ahead_{case}_{fuse}"
     run = _walked_dataflow_is_t0s(pair, mats, fuse, 43, key, block_rows=R)
     t = run.tables
@@ -2684,7 +2682,7 @@ def test_graph_prepares_the_next_call_ahead(case, fuse, slots_ahead, monkeypatch
         _check(rows.results(t, run.dev, out, outs, flag=flag), _reference(pair, mats, b, "float64", (key, seed)),
                pair, mats, "float64", f"{case} fuse={fuse}, prepared ahead, call {seed}")
         assert torch.equal(val.view(bits), run.data_template.view(bits)) and torch.equal(own, run.values)
-        assert bool((slots.view(bits)[t.n1:] == sent).all()) == slots_ahead     # or the kernel's values left there
+        assert bool((slots.view(bits)[t.n1:] == sent).all())
     assert len(starts) == 3
 
 

@@ -42,7 +42,7 @@
 # too; PREP_AHEAD on the 27-point IC(0) measured); at 14:49 UTC on an H100, by hand, test_capture_outlasts_dead_cycles
 # with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73); at 16:26 UTC
 # on an H100 (after five refused starts), tests with de41d0c (be9d3fd's refactor; 1037 and 73), slots_ahead
-# (SLOTS_AHEAD left on: no difference), own_copy twice (OWN_COPY_AT on since), call_parts, tests with OWN_COPY_AT on
+# (no difference; SLOTS_AHEAD removed), own_copy twice (OWN_COPY_AT on since), call_parts, tests with OWN_COPY_AT on
 # (1037 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; the slots_ahead and own_copy steps removed since. A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went

@@ -1411,36 +1411,27 @@ def resets_ahead(run) -> bool:
     return len(run.tables.rewritten) == run.values.numel()
 
 
-SLOTS_AHEAD = True
-"""Whether PREP_AHEAD's preparation puts the sentinel in VEC's output slots (True), or the call's
-graph does, in the input's fill right before the kernel, as without PREP_AHEAD (False). The guess
-it tested: prepared ILU(0) calls were slower even with the sentinel's reset left where it was
-(prepares_ahead), maybe because slots written right before the kernel are still in L2 when its
-first polls read them. Measured on an H100 (2026-12-06 16:29 UTC, the package three times against
-False, A/B in one process, 5 rotated rounds, every output checked,
-figures/data/slots_ahead_ab_h100_2026-12-06.*), IC(0) ms: power-law 0.476 / 0.486 / 0.473 against
-0.479, float32 0.394 / 0.399 / 0.379 against 0.399, 27-point grid 1.366 / 1.346 / 1.345 against
-1.354 — inside the package's own spread in every case, so the guess finds nothing; kept on."""
-
-
 def _main_launches(run, val, slots, own, address, flag):
     """What a PREP_AHEAD call's graph launches: the input into its slots (read where `address`
-    says; the output slots' sentinel too unless SLOTS_AHEAD left it to _prep_ahead), the flag
-    zeroed, the kernel."""
+    says; the output slots hold the sentinel already, _prep_ahead), the flag zeroed, the kernel."""
     n = run.tables.n1
-    _slots_from(slots[:n], n if SLOTS_AHEAD else slots.shape[0], address=address, into=slots)
+    _slots_from(slots[:n], n, address=address, into=slots)
     flag.zero_()
     _run_syncfree(run, val, slots, own)
 
 
 def _prep_ahead(run, val, marks, slots, own, walked):
     """The next call's preparation (PREP_AHEAD; rows.factor_out ran with reset=False): the sentinel
-    back in VAL wherever a step rewrites it; the sentinel in every output slot of VEC (SLOTS_AHEAD),
-    and OWN (where rows walk) A's values again — only the walked rows' entries (`walked`,
-    _graph_own), or every entry where `walked` is None."""
+    back in VAL wherever a step rewrites it; the sentinel in every output slot of VEC, and OWN
+    (where rows walk) A's values again — only the walked rows' entries (`walked`, _graph_own), or
+    every entry where `walked` is None. The output slots' fill moved back into the call's own, right
+    before the kernel (in case slots written ahead were cold in L2 by then), made no difference on an
+    H100 (2026-12-06 16:29 UTC, A/B in one process, the package three times against it, 5 rotated
+    rounds, every output checked, figures/data/slots_ahead_ab_h100_2026-12-06.*), IC(0) ms:
+    power-law 0.476 / 0.486 / 0.473 against 0.479, float32 0.394 / 0.399 / 0.379 against 0.399,
+    27-point grid 1.366 / 1.346 / 1.345 against 1.354; that option (SLOTS_AHEAD) was removed."""
     rows.sentinel_back(val, marks)
-    if SLOTS_AHEAD:
-        _slots_from(slots[:run.tables.n1], slots.shape[0], copy=False, into=slots)
+    _slots_from(slots[:run.tables.n1], slots.shape[0], copy=False, into=slots)
     _own_back(run, own, walked)
 
 
