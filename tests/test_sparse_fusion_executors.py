@@ -2097,21 +2097,16 @@ def test_slots_read_the_input_at_its_address(dtype):
         assert bool((slots.view(bits)[n:] == sent).all())
 
 
-WAITS = [False, True] if DEVICE == "cuda" else [False]   # t3's WAIT_LAST: a graph's flag read (no graphs on CPU)
-
-
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 @pytest.mark.parametrize("lean", [False, True])
-@pytest.mark.parametrize("wait_last", WAITS)
-def test_factor_calls_keep_their_outputs(pair, lean, wait_last, monkeypatch):
+def test_factor_calls_keep_their_outputs(pair, lean):
     """A prepared factor pair called with two vectors (four calls on CUDA) returns each call's own
     results: on CUDA the dataflow executor runs its first call eagerly and then replays one CUDA
     graph (replays_graph) whose buffers every call rewrites, so what it returns must be copies,
     and which reads each call's input at the address the call stores (a strided vector's
-    contiguous copy in the fourth); its flag read either way (WAIT_LAST). In the interpreter every
-    call runs eagerly, and more calls would add nothing. The values as flags on the 27-point grid,
-    the lean rows (whose graph holds a cooperative launch) on the 7-point grid."""
-    monkeypatch.setattr(t3, "WAIT_LAST", wait_last)
+    contiguous copy in the fourth). In the interpreter every call runs eagerly, and more calls
+    would add nothing. The values as flags on the 27-point grid (the IC(0)'s graph prepares ahead,
+    the ILU(0)'s does not), the lean rows (whose graph holds a cooperative launch) on the 7-point grid."""
     mats = operands(pair, matrix("poisson3d", 64, 2) if lean else matrix("poisson3d_27", 27, 2))
     rng = np.random.default_rng(_seed("graph", pair))
     bs = [rng.standard_normal(mats[0].shape[0]) for _ in range(2)]
@@ -2172,15 +2167,14 @@ def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):
     assert gone() is None
 
 
-@pytest.mark.parametrize("wait_last", WAITS)
 @pytest.mark.parametrize("pair,build,match", [
     ("spic0_sptrsv", _ic0_breaks_at_3, r"IC\(0\) breaks down in row 3: pivot"),
     ("spilu0_sptrsv", _ilu0_breaks_at_1, r"ILU\(0\) breaks down in row 1: pivot")])
-def test_breakdown_raises_on_every_call(pair, build, match, wait_last, monkeypatch):
+def test_breakdown_raises_on_every_call(pair, build, match):
     """A prepared factor pair whose factorisation breaks down raises the same ValueError on every
     call, not only the first: on CUDA the dataflow executor's calls after the first replay its
-    graph (replays_graph) and learn of the breakdown from the graph's flag, read either way (WAIT_LAST)."""
-    monkeypatch.setattr(t3, "WAIT_LAST", wait_last)
+    graph (replays_graph) and learn of the breakdown from the graph's flag (the IC(0)'s read into
+    pinned memory, its graph preparing ahead; the ILU(0)'s from the device)."""
     A = build()
     v = _vector(np.random.default_rng(_seed("breaks", pair)).standard_normal(A.shape[0]), "float64")
     run = t3.prepare(pair, A, like=v, executor="dataflow")
@@ -2267,7 +2261,7 @@ class _Driven:
     """A stand-in for what _replay drives (a CUDA graph's replay, an event's record and wait), counting calls:
     the interpreter captures no graphs, so a replay here launches nothing and VAL holds a finished factor.
     With `lands` = (flag, host), the flag's copy lands in `host` only when synchronize() is called, so a
-    reader that does not wait reads the stale value (t3's WAIT_LAST)."""
+    reader that does not wait reads the stale value (t3's graphs that prepare ahead)."""
 
     def __init__(self, lands=None):
         self.calls, self.lands = [], lands
@@ -2286,8 +2280,8 @@ class _Driven:
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 def test_results_wait_for_a_flag_in_flight(pair):
-    """rows.results with `ready` (t3's WAIT_LAST: the flag read into pinned memory, waited for only
-    once the factor is made) waits for the read before it tests the flag: a breakdown is reported
+    """rows.results with `ready` (t3's graphs that prepare ahead: the flag read into pinned memory,
+    waited for only once the factor is made) waits for the read before it tests the flag: a breakdown is reported
     at the lowest bad row, and a clean flag gives the factor and x."""
     mats = operands(pair, matrix("poisson3d", 6, 3))
     b = np.random.default_rng(_seed("in_flight", pair)).standard_normal(mats[0].shape[0])
@@ -2309,14 +2303,14 @@ def test_results_wait_for_a_flag_in_flight(pair):
 
 
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
-@pytest.mark.parametrize("wait_last", [False, True])
-def test_replay_reads_the_flag_either_way(pair, wait_last, monkeypatch):
+@pytest.mark.parametrize("ahead", [False, True])
+def test_replay_reads_the_flag_either_way(pair, ahead):
     """t3's _graphed after its capture (_replay, then rows.results) on a stand-in graph whose VAL holds a
-    finished factor, with WAIT_LAST off (the flag read from the device) and on (a pinned copy after an
-    event, waited for once the factor is made): the factor and x come back as copies, and a broken
-    pivot raises at the lowest bad row. On CUDA the real graphs' calls are tested both ways too
-    (test_factor_calls_keep_their_outputs, test_breakdown_raises_on_every_call)."""
-    monkeypatch.setattr(t3, "WAIT_LAST", wait_last)
+    finished factor, without a preparation ahead (the flag read from the device) and with one (a pinned
+    copy after an event, the preparation replayed behind it, the copy waited for once the factor is
+    made): the factor and x come back as copies, and a broken pivot raises at the lowest bad row. On
+    CUDA the real graphs' calls are tested both ways too (test_factor_calls_keep_their_outputs,
+    test_breakdown_raises_on_every_call: the IC(0)'s graph prepares ahead, the ILU(0)'s does not)."""
     mats = operands(pair, matrix("poisson3d", 6, 3))
     b = np.random.default_rng(_seed("replay", pair)).standard_normal(mats[0].shape[0])
     v = _vector(b, "float64")
@@ -2325,10 +2319,11 @@ def test_replay_reads_the_flag_either_way(pair, wait_last, monkeypatch):
     t, marks = run.tables, rows.entry_marks(run.tables, factor.device)
     for val, bad in ((factor.clone(), None), (_bad_pivots(factor, t, pair, [4]), 4)):
         vec = torch.rand(t.vec_len, dtype=factor.dtype, device=factor.device)
-        graph, event = _Driven(), _Driven()
+        graph, prep, event = _Driven(), _Driven(), _Driven()
         run.graph = t3._Graph(graph, np.zeros(1, dtype=np.int64), val, vec, marks,
-                              torch.zeros(1, dtype=torch.int32, device=factor.device), (None, None), None,
-                              torch.zeros(1, dtype=torch.int32) if wait_last else None, event if wait_last else None)
+                              torch.zeros(1, dtype=torch.int32, device=factor.device), (None, None),
+                              prep if ahead else None, torch.zeros(1, dtype=torch.int32) if ahead else None,
+                              event if ahead else None)
         want = val.clone(), rows.vector_outs(t, vec)[0].clone()
         if bad is None:
             got = t3._graphed(run, v)
@@ -2337,7 +2332,9 @@ def test_replay_reads_the_flag_either_way(pair, wait_last, monkeypatch):
         else:
             with pytest.raises(ValueError, match=f"breaks down in row {bad}:"):
                 t3._graphed(run, v)
-        assert graph.calls == ["replay"] and event.calls == (["record", "synchronize"] if wait_last else [])
+        assert graph.calls == ["replay"]
+        assert prep.calls == (["replay"] if ahead else [])
+        assert event.calls == (["record", "synchronize"] if ahead else [])
         assert run.graph.address[0] == v.data_ptr()
 
 

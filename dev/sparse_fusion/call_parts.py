@@ -35,7 +35,7 @@ def variants(run, v):
         def f():
             if check:
                 run.check(v)
-            val, flag, outs, ready = sf._replay(run, v.contiguous(), wait=sync)
+            val, flag, outs, ready = sf._replay(run, v.contiguous())
             if sparse and sync:
                 return rows.results(t, run.dev, val, outs, flag=flag, ready=ready)
             if sync:

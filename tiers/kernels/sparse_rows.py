@@ -1708,8 +1708,8 @@ def results(tables, dev, val, outs, flag=None, ready=None):
     device-to-host read, after the outputs are made): a kernel cannot raise, so a breakdown is
     reported here, for the lowest row where it happened — the row t0 stops at (later bad pivots
     descend from it). `flag`: breakdown_flag's or factor_out's result where the caller has it
-    already; `ready`: where `flag` is a host copy still under way (t3's WAIT_LAST), the event it
-    waits for, once the outputs are made."""
+    already; `ready`: where `flag` is a host copy still under way (t3's graphs that prepare
+    ahead), the event it waits for, once the outputs are made."""
     n = tables.n1
     if not tables.factor:
         return outs

@@ -1471,8 +1471,8 @@ class _Graph(NamedTuple):
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
     prep: object = None        # PREP_AHEAD: the graph of _prep_ahead, replayed after the flag's read is queued
-    flag_host: object = None   # PREP_AHEAD or WAIT_LAST: [1] int32 in pinned host memory, the flag as read
-    read: object = None        # PREP_AHEAD or WAIT_LAST: the event after that read
+    flag_host: object = None   # PREP_AHEAD: [1] int32 in pinned host memory, the flag as read
+    read: object = None        # PREP_AHEAD: the event after that read
 
 
 def _graphed(run, vector):
@@ -1487,45 +1487,38 @@ def _graphed(run, vector):
     the template, whatever the host does next), before the breakdown flag is read, so that the
     host's work for them overlaps the graph's. Where prepares_ahead the sentinel goes back later:
     the flag's read is queued, then the graph that prepares the next call, and the host waits for
-    the read alone."""
+    the read once it has made the sparse factor (_replay)."""
     if run.graph is None:
         run.graph = _capture(run, vector)
     val, flag, outs, ready = _replay(run, vector.contiguous())
     return rows.results(run.tables, run.dev, val, outs, flag=flag, ready=ready)
 
 
-def _replay(run, vector, wait=True):
+def _replay(run, vector):
     """(factor, breakdown flag, vector results, ready) of one replay of run.graph on the contiguous
-    `vector`, as _graphed says. Where the graph reads its flag into pinned host memory (PREP_AHEAD,
-    WAIT_LAST) the flag is that copy: waited for here if `wait` (dev/sparse_fusion/call_parts.py
-    times calls without), or, with WAIT_LAST, by rows.results, which takes `ready`, the read's
-    event (else None)."""
+    `vector`, as _graphed says. Where the graph prepares ahead (prepares_ahead) it reads its flag
+    into pinned host memory after an event, then replays the preparation: the flag returned is
+    that copy, still in flight, and `ready` the read's event, which rows.results waits for only
+    once it has made the sparse factor. Elsewhere the flag is the device's, which rows.results
+    reads with a synchronous copy, and `ready` is None. On an H100 (2026-12-06 18:46 UTC,
+    figures/data/wait_last_ab_h100_2026-12-06.*: the package three times against every factor
+    graph reading into pinned memory and waiting last; do_bench medians, ms):
+      IC(0), prepared ahead, which then waited before making the factor (call_parts put that at
+        11 µs): power-law 0.476 / 0.470 / 0.469 against 0.465, 27-point grid 1.345 / 1.343 /
+        1.339 against 1.327 — so it waits last since;
+      ILU(0): power-law 0.734 / 0.737 / 0.741 against 0.734, 27-point 1.491 / 1.487 / 1.486
+        against 1.489, the power-law's host times (20 calls back to back) 0.721 / 0.726 / 0.734
+        against 0.742 — nothing for a pinned read where no preparation waits behind it."""
     g = run.graph
     g.address[0] = vector.data_ptr()
     g.graph.replay()
     val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
-    if g.flag_host is None:
+    if g.prep is None:
         return val, flag, outs, None
     g.flag_host.copy_(flag, non_blocking=True)
     g.read.record()
-    if g.prep is not None:              # the next call's preparation runs while the host takes the flag
-        g.prep.replay()
-    if WAIT_LAST:
-        return val, g.flag_host, outs, g.read
-    if wait:
-        g.read.synchronize()
-    return val, g.flag_host, outs, None
-
-
-WAIT_LAST = False
-"""Whether every factor graph reads its breakdown flag into pinned host memory after an event
-(as PREP_AHEAD's always do) and the call waits for it only once rows.results has made the sparse
-factor, instead of waiting first (PREP_AHEAD) or reading the flag with a synchronous copy into
-pageable memory (the others). Both waits are on the call's path: on an H100 (2026-12-06,
-figures/data/call_parts_powerlaw_h100_2026-12-06.*) a call without its flag's read was 30 µs
-faster on the power-law ILU(0) (0.703 against 0.733 ms) and 11 µs on the IC(0), and one without
-the sparse tensor 6 and 11 µs (the IC(0) makes it after its wait). Not measured yet
-(dev/sparse_fusion/gpu_next.sh wait_last), so off."""
+    g.prep.replay()                     # the next call's preparation runs while the host makes the factor
+    return val, g.flag_host, outs, g.read
 
 
 @contextlib.contextmanager
@@ -1592,10 +1585,9 @@ def _capture(run, vector):
         prep = torch.cuda.CUDAGraph()
         with _captured(prep):
             _prep_ahead(run, val, marks, slots, own, walked)
-    pinned = ahead or WAIT_LAST
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
-                  torch.zeros(1, dtype=torch.int32, pin_memory=True) if pinned else None,
-                  torch.cuda.Event() if pinned else None)
+                  torch.zeros(1, dtype=torch.int32, pin_memory=True) if ahead else None,
+                  torch.cuda.Event() if ahead else None)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
