@@ -43,18 +43,19 @@
 # with 73bcb79 and with c47ad0e's tiers/ (4 passed, 4 failed), then tests with 73bcb79 (1033 and 73); at 16:26 UTC
 # on an H100 (after five refused starts), tests with de41d0c (be9d3fd's refactor; 1037 and 73), slots_ahead
 # (no difference; SLOTS_AHEAD removed), own_copy twice (OWN_COPY_AT on since), call_parts, tests with OWN_COPY_AT on
-# (1037 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; the slots_ahead and own_copy steps removed since. A warm
+# (1037 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; the slots_ahead and own_copy steps removed since; at
+# 18:42 UTC on an H100 (after five failed starts), tests with 43e97ba (1048 and 73) and wait_last (kept for the
+# graphs that prepare ahead, the option dropped; the step and its helper `flagged` removed since), then at 18:53 UTC
+# tests with a6233a7 (1042 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests wait_last   # WAIT_LAST's code path as it is (off), then its A/B (an
-#                                                  # H100 is enough; about 7 min); if on wins, flip it, then tests
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
-#                                                  # PREP_AHEAD, OWN_COPY_AT; then cli poisson3d27 spic0_sptrsv
-#                                                  # (PREP_AHEAD there)
+#                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait; then cli
+#                                                  # poisson3d27 spic0_sptrsv (PREP_AHEAD and the late wait there)
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -66,14 +67,6 @@ set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tiers_out}
 mkdir -p "$OUT"
-
-flagged() {  # flagged NAME SED_EXPR: /tmp/NAME.tar, the copied tiers/ with SED_EXPR applied to t3's sparse_fusion.py
-  rm -rf "/tmp/$1" && mkdir -p "/tmp/$1" \
-    && find tiers -name __pycache__ -prune -o -type f -print | tar -cf - -T - | tar -xf - -C "/tmp/$1" \
-    && sed -i "$2" "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" \
-    && ! cmp -s "/tmp/$1/tiers/t3_triton_fused/sparse_fusion.py" tiers/t3_triton_fused/sparse_fusion.py \
-    && tar -cf "/tmp/$1.tar" -C "/tmp/$1" tiers
-}
 
 step() {    # one step: its name, then (cli) the matrix and the pairs
   {
@@ -111,17 +104,6 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion:float32 \
       timeout 400 python3 dev/sparse_fusion/ab_options.py "$OUT/relook_ab.json" \
 poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion \
         "pkg=;off=relook:0;on=relook:1" 2>&1 | tee "$OUT/relook_ab.log" | cut -c1-400 | tail -12 ;;
-    wait_last)    # A/B: the package (old, old2, new) against WAIT_LAST on (alt1: every factor graph reads its flag into
-                  # pinned memory after an event and waits for it only once the sparse factor is made); the
-                  # power-law and 27-point factor pairs; about 4 min. The package is the copied tree's tiers/, not
-                  # git archive HEAD: the device copy's git HEAD can lag (it named 32400ab under de41d0c's files)
-      flagged wait_last 's/^WAIT_LAST = False$/WAIT_LAST = True/' \
-        && tar -cf /tmp/package.tar --exclude=__pycache__ tiers \
-        && PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 450 python3 dev/sparse_fusion/ab_commit.py \
-          /tmp/package.tar,/tmp/wait_last.tar "$OUT/wait_last_ab.json" \
-powerlaw:1000000:spilu0_sptrsv:sparse_fusion,powerlaw:1000000:spic0_sptrsv:sparse_fusion,\
-poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion 2>&1 \
-        | tee "$OUT/wait_last_ab.log" | cut -c1-400 | tail -12 ;;
     call_parts)   # dev/sparse_fusion/call_parts.py on the power-law factor pairs: what each part of a call costs, and
                   # factor_out alone at 8 shapes against a plain copy (it ran at 2.3 TB/s there); about 3 min
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \
