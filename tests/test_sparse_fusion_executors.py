@@ -2281,8 +2281,8 @@ class _Driven:
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 def test_results_wait_for_a_flag_in_flight(pair):
     """rows.results with `ready` (t3's graphs that prepare ahead: the flag read into pinned memory,
-    waited for only once the factor is made) waits for the read before it tests the flag: a breakdown is reported
-    at the lowest bad row, and a clean flag gives the factor and x."""
+    waited for only once the factor is made) waits for the read before it tests the flag: a
+    breakdown is reported at the lowest bad row, and a clean flag gives the factor and x."""
     mats = operands(pair, matrix("poisson3d", 6, 3))
     b = np.random.default_rng(_seed("in_flight", pair)).standard_normal(mats[0].shape[0])
     run = t3.prepare(pair, *mats, like=_vector(b, "float64"), executor="dataflow")

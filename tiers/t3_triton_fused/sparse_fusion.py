@@ -1496,8 +1496,8 @@ def _graphed(run, vector):
 
 def _replay(run, vector):
     """(factor, breakdown flag, vector results, ready) of one replay of run.graph on the contiguous
-    `vector`, as _graphed says. Where the graph prepares ahead (prepares_ahead) it reads its flag
-    into pinned host memory after an event, then replays the preparation: the flag returned is
+    `vector`, as _graphed says. Where the graph prepares ahead (prepares_ahead) the flag's read into
+    pinned host memory is queued, an event after it, then the preparation: the flag returned is
     that copy, still in flight, and `ready` the read's event, which rows.results waits for only
     once it has made the sparse factor. Elsewhere the flag is the device's, which rows.results
     reads with a synchronous copy, and `ready` is None. On an H100 (2026-12-06 18:46 UTC,
