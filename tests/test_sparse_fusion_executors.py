@@ -2322,8 +2322,7 @@ def test_replay_reads_the_flag_either_way(pair, ahead):
         graph, prep, event = _Driven(), _Driven(), _Driven()
         run.graph = t3._Graph(graph, np.zeros(1, dtype=np.int64), val, vec, marks,
                               torch.zeros(1, dtype=torch.int32, device=factor.device), (None, None),
-                              prep if ahead else None, torch.zeros(1, dtype=torch.int32) if ahead else None,
-                              event if ahead else None)
+                              t3._Ahead(prep, torch.zeros(1, dtype=torch.int32), event) if ahead else None)
         want = val.clone(), rows.vector_outs(t, vec)[0].clone()
         if bad is None:
             got = t3._graphed(run, v)

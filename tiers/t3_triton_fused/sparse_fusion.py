@@ -1461,6 +1461,13 @@ power-law ILU(0), ms: 0.726 / 0.732 / 0.728 against 0.719, then 0.722 / 0.726 / 
 against 0.668, then 0.660 / 0.656 / 0.629 against 0.657, inside a spread of 30 µs. On since."""
 
 
+class _Ahead(NamedTuple):
+    """What a graph that prepares the next call ahead (prepares_ahead) holds besides the call's own."""
+    prep: object               # the graph of _prep_ahead, replayed after the flag's read is queued
+    flag_host: torch.Tensor    # [1] int32 in pinned host memory, the flag as read
+    read: object               # torch.cuda.Event after that read
+
+
 class _Graph(NamedTuple):
     graph: object              # torch.cuda.CUDAGraph
     address: np.ndarray        # [1] int64 in pinned host memory: the input's address, read by the replay
@@ -1470,9 +1477,7 @@ class _Graph(NamedTuple):
     flag: torch.Tensor         # [1] int32 the replay zeroes, for rows.factor_out's breakdown flag
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
-    prep: object = None        # PREP_AHEAD: the graph of _prep_ahead, replayed after the flag's read is queued
-    flag_host: object = None   # PREP_AHEAD: [1] int32 in pinned host memory, the flag as read
-    read: object = None        # PREP_AHEAD: the event after that read
+    ahead: _Ahead | None = None    # where prepares_ahead
 
 
 def _graphed(run, vector):
@@ -1512,13 +1517,13 @@ def _replay(run, vector):
     g = run.graph
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.prep is None)
-    if g.prep is None:
+    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.ahead is None)
+    if g.ahead is None:
         return val, flag, outs, None
-    g.flag_host.copy_(flag, non_blocking=True)
-    g.read.record()
-    g.prep.replay()                     # the next call's preparation runs while the host makes the factor
-    return val, g.flag_host, outs, g.read
+    g.ahead.flag_host.copy_(flag, non_blocking=True)
+    g.ahead.read.record()
+    g.ahead.prep.replay()               # the next call's preparation runs while the host makes the factor
+    return val, g.ahead.flag_host, outs, g.ahead.read
 
 
 @contextlib.contextmanager
@@ -1580,14 +1585,13 @@ def _capture(run, vector):
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-    prep = None
+    parts = None
     if ahead:
         prep = torch.cuda.CUDAGraph()
         with _captured(prep):
             _prep_ahead(run, val, marks, slots, own, walked)
-    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), prep,
-                  torch.zeros(1, dtype=torch.int32, pin_memory=True) if ahead else None,
-                  torch.cuda.Event() if ahead else None)
+        parts = _Ahead(prep, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
+    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), parts)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
