@@ -46,14 +46,13 @@
 # (1037 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv; the slots_ahead and own_copy steps removed since; at
 # 18:42 UTC on an H100 (after five failed starts), tests with 43e97ba (1048 and 73) and wait_last (kept for the
 # graphs that prepare ahead, the option dropped; the step and its helper `flagged` removed since), then at 18:53 UTC
-# tests with a6233a7 (1042 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200). A warm
+# tests with a6233a7 (1042 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200); at 19:47
+# UTC on an H100, tests with d24bbd8 (655fa78's _Ahead; 1042 and 73). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests         # 655fa78's _Ahead (the review's refactor of the graph's
-#                                                  # fields) has run only with CUDA's graph API stubbed on a CPU
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait; then cli
