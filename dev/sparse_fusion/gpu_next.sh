@@ -47,7 +47,8 @@
 # 18:42 UTC on an H100 (after five failed starts), tests with 43e97ba (1048 and 73) and wait_last (kept for the
 # graphs that prepare ahead, the option dropped; the step and its helper `flagged` removed since), then at 18:53 UTC
 # tests with a6233a7 (1042 and 73) and cli powerlaw spilu0_sptrsv,spic0_sptrsv (a call naming nvidia-h200); at 19:47
-# UTC on an H100, tests with d24bbd8 (655fa78's _Ahead; 1042 and 73). A warm
+# UTC on an H100, tests with d24bbd8 (655fa78's _Ahead; 1042 and 73); at 20:07 UTC on an H100 (a call naming
+# nvidia-h200), cli poisson3d27 spilu0_sptrsv,spic0_sptrsv. A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
