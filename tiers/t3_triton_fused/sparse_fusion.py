@@ -1513,7 +1513,13 @@ def _replay(run, vector):
         1.339 against 1.327 — so it waits last since;
       ILU(0): power-law 0.734 / 0.737 / 0.741 against 0.734, 27-point 1.491 / 1.487 / 1.486
         against 1.489, the power-law's host times (20 calls back to back) 0.721 / 0.726 / 0.734
-        against 0.742 — nothing for a pinned read where no preparation waits behind it."""
+        against 0.742 — nothing for a pinned read where no preparation waits behind it.
+    Tried, not kept (EARLY_FLAG, 2026-12-06 20:17 UTC, H100, A/B in one process against b363110
+    twice, figures/data/early_flag_ab_h100_2026-12-06.*, the diff beside it): every factor graph
+    testing its pivots at its end (rows.breakdown_flag), the read queued before factor_out, so
+    that the host would take the flag while factor_out copies: power-law ILU(0) 0.711 / 0.710
+    against 0.713 (float32 0.652 / 0.631 against 0.644), IC(0) 0.463 / 0.465 against 0.483,
+    27-point ILU(0) 1.459 / 1.459 against 1.451, IC(0) 1.325 / 1.321 against 1.331."""
     g = run.graph
     g.address[0] = vector.data_ptr()
     g.graph.replay()
