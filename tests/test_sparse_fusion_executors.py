@@ -2173,8 +2173,9 @@ def test_capture_outlasts_dead_cycles(pair, lean, monkeypatch):
 def test_breakdown_raises_on_every_call(pair, build, match):
     """A prepared factor pair whose factorisation breaks down raises the same ValueError on every
     call, not only the first: on CUDA the dataflow executor's calls after the first replay its
-    graph (replays_graph) and learn of the breakdown from the graph's flag (the IC(0)'s read into
-    pinned memory, its graph preparing ahead; the ILU(0)'s from the device)."""
+    graph (replays_graph) and learn of the breakdown from the graph's flag, read into pinned memory
+    (the IC(0)'s after rows.factor_out, its graph preparing ahead; the ILU(0)'s beside it, its graph
+    testing its pivots: EARLY_FLAG)."""
     A = build()
     v = _vector(np.random.default_rng(_seed("breaks", pair)).standard_normal(A.shape[0]), "float64")
     run = t3.prepare(pair, A, like=v, executor="dataflow")
@@ -2302,15 +2303,32 @@ def test_results_wait_for_a_flag_in_flight(pair):
         assert ready.calls == ["synchronize"]
 
 
+class _Tests(_Driven):
+    """A stand-in graph whose replay does what an EARLY_FLAG graph does last: test VAL's pivots into
+    its flag (rows.breakdown_flag)."""
+
+    def __init__(self, run):
+        super().__init__()
+        self.run = run
+
+    def replay(self):
+        super().replay()
+        g = self.run.graph
+        rows.breakdown_flag(self.run.tables, self.run.dev, g.val, g.flag)
+
+
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
-@pytest.mark.parametrize("ahead", [False, True])
-def test_replay_reads_the_flag_either_way(pair, ahead):
+@pytest.mark.parametrize("form", ["device", "ahead", "early"])
+def test_replay_reads_the_flag_every_way(pair, form):
     """t3's _graphed after its capture (_replay, then rows.results) on a stand-in graph whose VAL holds a
-    finished factor, without a preparation ahead (the flag read from the device) and with one (a pinned
-    copy after an event, the preparation replayed behind it, the copy waited for once the factor is
-    made): the factor and x come back as copies, and a broken pivot raises at the lowest bad row. On
-    CUDA the real graphs' calls are tested both ways too (test_factor_calls_keep_their_outputs,
-    test_breakdown_raises_on_every_call: the IC(0)'s graph prepares ahead, the ILU(0)'s does not)."""
+    finished factor, its flag read each way _replay reads it: from the device; into pinned memory after
+    rows.factor_out, an event after it and the preparation ahead replayed behind it; or, where the
+    graph tests its pivots itself (EARLY_FLAG, here with no side stream), into pinned memory before
+    factor_out. The pinned copy is waited for once the factor is made. The factor and x come back as
+    copies, and a broken pivot raises at the lowest bad row. On CUDA the real graphs' calls are
+    tested too (test_factor_calls_keep_their_outputs, test_breakdown_raises_on_every_call: the IC(0)'s
+    graph prepares ahead, the ILU(0)'s tests its pivots)."""
+    ahead, early = form == "ahead", form == "early"
     mats = operands(pair, matrix("poisson3d", 6, 3))
     b = np.random.default_rng(_seed("replay", pair)).standard_normal(mats[0].shape[0])
     v = _vector(b, "float64")
@@ -2319,10 +2337,11 @@ def test_replay_reads_the_flag_either_way(pair, ahead):
     t, marks = run.tables, rows.entry_marks(run.tables, factor.device)
     for val, bad in ((factor.clone(), None), (_bad_pivots(factor, t, pair, [4]), 4)):
         vec = torch.rand(t.vec_len, dtype=factor.dtype, device=factor.device)
-        graph, prep, event = _Driven(), _Driven(), _Driven()
+        graph, prep, event = _Tests(run) if early else _Driven(), _Driven(), _Driven()
+        pinned = t3._Pinned(prep if ahead else None, torch.zeros(1, dtype=torch.int32), event)
         run.graph = t3._Graph(graph, np.zeros(1, dtype=np.int64), val, vec, marks,
                               torch.zeros(1, dtype=torch.int32, device=factor.device), (None, None),
-                              t3._Ahead(prep, torch.zeros(1, dtype=torch.int32), event) if ahead else None)
+                              pinned if ahead or early else None)
         want = val.clone(), rows.vector_outs(t, vec)[0].clone()
         if bad is None:
             got = t3._graphed(run, v)
@@ -2333,7 +2352,9 @@ def test_replay_reads_the_flag_either_way(pair, ahead):
                 t3._graphed(run, v)
         assert graph.calls == ["replay"]
         assert prep.calls == (["replay"] if ahead else [])
-        assert event.calls == (["record", "synchronize"] if ahead else [])
+        assert event.calls == (["record", "synchronize"] if ahead or early else [])
+        reset = val.view(rows.SENTINEL_BITS[val.dtype])[(marks & rows.REWRITTEN) != 0] == rows.SENTINEL[val.dtype]
+        assert bool(reset.all()) == (not ahead)       # the sentinel back for the next replay, or left to prep
         assert run.graph.address[0] == v.data_ptr()
 
 

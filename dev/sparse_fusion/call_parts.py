@@ -64,7 +64,7 @@ def factor_out_shapes(run, factor):
         def f():
             kept, rows.FACTOR_OUT_SHAPE = rows.FACTOR_OUT_SHAPE, shape
             try:
-                rows.factor_out(t, val, marks, reset=g.ahead is None)    # as the call: PREP_AHEAD resets apart
+                rows.factor_out(t, val, marks, reset=g.pinned is None or g.pinned.prep is None)   # PREP_AHEAD: apart
             finally:
                 rows.FACTOR_OUT_SHAPE = kept
         return f

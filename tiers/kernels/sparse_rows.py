@@ -1562,13 +1562,14 @@ def _flag_breakdown(FLAG, VAL, PIVOT_AT, N, NNZ, FACTOR: tl.constexpr, BLOCK: tl
     tl.atomic_max(FLAG + tl.zeros_like(i), (NNZ - at).to(tl.int32), mask=m & _stops(p, FACTOR), sem="relaxed")
 
 
-def breakdown_flag(tables, dev, val):
+def breakdown_flag(tables, dev, val, flag=None):
     """check_factor_pivots' test of VAL's pivots as one kernel that leaves its answer on the device
     (_flag_breakdown), for results to read back (raise_flagged): done with torch's operations, a
     gather and eight small kernels, it took 44 µs a call on the 3D grid (H200, 2026-12-01,
     figures/data/prof_call_graph_*). t3's graph replays test the pivots as they copy the factor
-    out instead (factor_out)."""
-    flag = torch.zeros(1, dtype=torch.int32, device=val.device)
+    out (factor_out), and with EARLY_FLAG at the graph's end too. `flag`: an int32 tensor [1]
+    holding 0, else a new one."""
+    flag = torch.zeros(1, dtype=torch.int32, device=val.device) if flag is None else flag
     n, BLOCK = tables.n1, 1024
     _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, val.shape[0],
                                               FACTOR=tables.factor, BLOCK=BLOCK)

@@ -1461,11 +1461,35 @@ power-law ILU(0), ms: 0.726 / 0.732 / 0.728 against 0.719, then 0.722 / 0.726 / 
 against 0.668, then 0.660 / 0.656 / 0.629 against 0.657, inside a spread of 30 µs. On since."""
 
 
-class _Ahead(NamedTuple):
-    """What a graph that prepares the next call ahead (prepares_ahead) holds besides the call's own."""
-    prep: object               # the graph of _prep_ahead, replayed after the flag's read is queued
+EARLY_FLAG = True
+"""Whether a factor graph with the values as flags that does not prepare ahead (prepares_ahead:
+the ILU(0)'s) tests its pivots itself, at its end (rows.breakdown_flag into the graph's flag), and
+_replay reads that flag into pinned memory on a stream of its own (_beside) while rows.factor_out
+copies the factor out on the call's: the host waits only for the kernel and the test, then makes
+the sparse factor and returns while factor_out (about 64 µs on the power-law ILU(0), call_parts)
+still runs. Measured on an H100 (2026-12-06, A/Bs in one process against the package twice, 5
+rotated rounds, every output checked), do_bench medians, ms:
+  20:17 UTC, every factor graph testing its pivots and the read queued on the call's stream
+    before factor_out (figures/data/early_flag_ab_h100_2026-12-06.*, the diff beside it):
+    power-law ILU(0) 0.711 / 0.710 against 0.713 (float32 0.652 / 0.631 against 0.644), IC(0)
+    0.463 / 0.465 against 0.483, 27-point ILU(0) 1.459 / 1.459 against 1.451, IC(0) 1.325 / 1.321
+    against 1.331 — the IC(0)'s preparation ahead no longer overlapped the host, and the read
+    held factor_out back on the call's stream;
+  20:59 UTC, as now (figures/data/side_flag_ab_h100_2026-12-06.*): power-law ILU(0) 0.711 /
+    0.708 against 0.699, 27-point ILU(0) 1.463 / 1.462 against 1.440; host times (20 calls back
+    to back) 0.704 / 0.701 against 0.696 and 1.454 / 1.454 against 1.435. The package CLI right
+    after gave the power-law ILU(0) 0.702 ms, 3.90× cuSPARSE (figures/data/cli_side_flag_*)."""
+
+
+class _Pinned(NamedTuple):
+    """What a factor graph whose breakdown flag the host reads into pinned memory holds besides the
+    call's own: one that prepares the next call ahead (prepares_ahead; `prep`, its flag read after
+    rows.factor_out) or one that tests its pivots itself (EARLY_FLAG; `side`, its flag read beside
+    factor_out)."""
+    prep: object               # the graph of _prep_ahead, replayed after the flag's read; or None
     flag_host: torch.Tensor    # [1] int32 in pinned host memory, the flag as read
     read: object               # torch.cuda.Event after that read
+    side: object = None        # where prep is None, the torch.cuda.Stream the read is queued on
 
 
 class _Graph(NamedTuple):
@@ -1477,7 +1501,7 @@ class _Graph(NamedTuple):
     flag: torch.Tensor         # [1] int32 the replay zeroes, for rows.factor_out's breakdown flag
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
-    ahead: _Ahead | None = None    # where prepares_ahead
+    pinned: _Pinned | None = None  # where prepares_ahead or EARLY_FLAG
 
 
 def _graphed(run, vector):
@@ -1492,7 +1516,8 @@ def _graphed(run, vector):
     the template, whatever the host does next), before the breakdown flag is read, so that the
     host's work for them overlaps the graph's. Where prepares_ahead the sentinel goes back later:
     the flag's read is queued, then the graph that prepares the next call, and the host waits for
-    the read once it has made the sparse factor (_replay)."""
+    the read once it has made the sparse factor; where EARLY_FLAG the graph tests its pivots
+    itself and the flag is read beside factor_out (_replay)."""
     if run.graph is None:
         run.graph = _capture(run, vector)
     val, flag, outs, ready = _replay(run, vector.contiguous())
@@ -1502,34 +1527,47 @@ def _graphed(run, vector):
 def _replay(run, vector):
     """(factor, breakdown flag, vector results, ready) of one replay of run.graph on the contiguous
     `vector`, as _graphed says. Where the graph prepares ahead (prepares_ahead) the flag's read into
-    pinned host memory is queued, an event after it, then the preparation: the flag returned is
-    that copy, still in flight, and `ready` the read's event, which rows.results waits for only
-    once it has made the sparse factor. Elsewhere the flag is the device's, which rows.results
-    reads with a synchronous copy, and `ready` is None. On an H100 (2026-12-06 18:46 UTC,
-    figures/data/wait_last_ab_h100_2026-12-06.*: the package three times against every factor
-    graph reading into pinned memory and waiting last; do_bench medians, ms):
-      IC(0), prepared ahead, which then waited before making the factor (call_parts put that at
-        11 µs): power-law 0.476 / 0.470 / 0.469 against 0.465, 27-point grid 1.345 / 1.343 /
-        1.339 against 1.327 — so it waits last since;
-      ILU(0): power-law 0.734 / 0.737 / 0.741 against 0.734, 27-point 1.491 / 1.487 / 1.486
-        against 1.489, the power-law's host times (20 calls back to back) 0.721 / 0.726 / 0.734
-        against 0.742 — nothing for a pinned read where no preparation waits behind it.
-    Tried, not kept (EARLY_FLAG, 2026-12-06 20:17 UTC, H100, A/B in one process against b363110
-    twice, figures/data/early_flag_ab_h100_2026-12-06.*, the diff beside it): every factor graph
-    testing its pivots at its end (rows.breakdown_flag), the read queued before factor_out, so
-    that the host would take the flag while factor_out copies: power-law ILU(0) 0.711 / 0.710
-    against 0.713 (float32 0.652 / 0.631 against 0.644), IC(0) 0.463 / 0.465 against 0.483,
-    27-point ILU(0) 1.459 / 1.459 against 1.451, IC(0) 1.325 / 1.321 against 1.331."""
-    g = run.graph
+    pinned host memory is queued after rows.factor_out, an event after it, then the preparation;
+    where the graph tests its pivots itself (EARLY_FLAG) the read and its event go on a stream of
+    their own (_beside) right after the replay, and factor_out on the call's stream beside them.
+    Either way the flag returned is that copy, still in flight, and `ready` the read's event,
+    which rows.results waits for only once it has made the sparse factor. Without either, the
+    flag is the device's, which rows.results reads with a synchronous copy, and `ready` is None.
+    Waiting last (measured on an H100, 2026-12-06 18:46 UTC, figures/data/wait_last_ab_h100_2026-12-06.*:
+    the package three times against every factor graph reading into pinned memory and waiting
+    last; do_bench medians, ms): IC(0), prepared ahead, which then waited before making the factor
+    (call_parts put that at 11 µs): power-law 0.476 / 0.470 / 0.469 against 0.465, 27-point grid
+    1.345 / 1.343 / 1.339 against 1.327; ILU(0), the flag then read after factor_out: power-law
+    0.734 / 0.737 / 0.741 against 0.734, 27-point 1.491 / 1.487 / 1.486 against 1.489 — nothing
+    there until the read moved beside factor_out (EARLY_FLAG)."""
+    g, p = run.graph, run.graph.pinned
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.ahead is None)
-    if g.ahead is None:
+    early = p is not None and p.prep is None
+    if early:                           # the graph tested its pivots: the read goes beside factor_out
+        with _beside(p.side):
+            p.flag_host.copy_(g.flag, non_blocking=True)
+            p.read.record()
+    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=p is None or early)
+    if p is None:
         return val, flag, outs, None
-    g.ahead.flag_host.copy_(flag, non_blocking=True)
-    g.ahead.read.record()
-    g.ahead.prep.replay()               # the next call's preparation runs while the host makes the factor
-    return val, g.ahead.flag_host, outs, g.ahead.read
+    if not early:
+        p.flag_host.copy_(flag, non_blocking=True)
+        p.read.record()
+        p.prep.replay()                 # the next call's preparation runs while the host makes the factor
+    return val, p.flag_host, outs, p.read
+
+
+@contextlib.contextmanager
+def _beside(side):
+    """Queue what follows on the stream `side` once the current stream's work so far is done, so
+    that the current stream goes on without waiting for it; None: on the current stream."""
+    if side is None:
+        yield
+        return
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        yield
 
 
 @contextlib.contextmanager
@@ -1562,7 +1600,8 @@ def _capture(run, vector):
     (RowTables.rewritten: 4M of the 3D grid's 7M entries), which the lean rows write again on
     every call and never read. OWN, where rows walk, as _graph_own says. Where prepares_ahead,
     the call's graph holds _main_launches and a second graph _prep_ahead, which runs here once,
-    eagerly, for the first replay."""
+    eagerly, for the first replay; elsewhere, with EARLY_FLAG, the values-as-flags graph ends with
+    the pivots' test (rows.breakdown_flag, compiled by the eager first call's rows.results)."""
     address = torch.zeros(1, dtype=torch.int64, pin_memory=True)
     val = run.values.clone() if run.lean else run.data_template.clone()
     flag = torch.zeros(1, dtype=torch.int32, device=val.device)
@@ -1571,6 +1610,7 @@ def _capture(run, vector):
                                 lambda: rows.entry_marks(run.tables, val.device, rewritten=reset))
     own, walked = (None, None) if run.lean else _graph_own(run)
     ahead = prepares_ahead(run)
+    early = EARLY_FLAG and not run.lean and not ahead
     if ahead:
         slots = new_slots(vector, run.tables.vec_len)
         _prep_ahead(run, val, marks, slots, own, walked)     # the first replay's preparation, eagerly
@@ -1591,13 +1631,17 @@ def _capture(run, vector):
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-    parts = None
-    if ahead:
-        prep = torch.cuda.CUDAGraph()
-        with _captured(prep):
-            _prep_ahead(run, val, marks, slots, own, walked)
-        parts = _Ahead(prep, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
-    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), parts)
+        if early:
+            rows.breakdown_flag(run.tables, run.dev, val, flag)
+    pinned = None
+    if ahead or early:
+        prep = torch.cuda.CUDAGraph() if ahead else None
+        if ahead:
+            with _captured(prep):
+                _prep_ahead(run, val, marks, slots, own, walked)
+        pinned = _Pinned(prep, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event(),
+                         torch.cuda.Stream(vector.device) if early else None)
+    return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), pinned)
 
 
 # ---------------------------------------------------------------- the dataflow executor: the records' shape, the call
