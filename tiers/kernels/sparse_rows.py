@@ -1567,8 +1567,8 @@ def breakdown_flag(tables, dev, val, flag=None):
     (_flag_breakdown), for results to read back (raise_flagged): done with torch's operations, a
     gather and eight small kernels, it took 44 µs a call on the 3D grid (H200, 2026-12-01,
     figures/data/prof_call_graph_*). t3's graph replays test the pivots as they copy the factor
-    out (factor_out), and with EARLY_FLAG at the graph's end too. `flag`: an int32 tensor [1]
-    holding 0, else a new one."""
+    out (factor_out), and those that do not prepare ahead at their end too (EARLY_FLAG). `flag`:
+    an int32 tensor [1] holding 0, else a new one."""
     flag = torch.zeros(1, dtype=torch.int32, device=val.device) if flag is None else flag
     n, BLOCK = tables.n1, 1024
     _flag_breakdown[(triton.cdiv(n, BLOCK),)](flag, val, dev["pivot_at"], n, val.shape[0],
