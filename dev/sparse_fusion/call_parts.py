@@ -64,7 +64,7 @@ def factor_out_shapes(run, factor):
         def f():
             kept, rows.FACTOR_OUT_SHAPE = rows.FACTOR_OUT_SHAPE, shape
             try:
-                rows.factor_out(t, val, marks, reset=g.pinned is None or g.pinned.prep is None)   # PREP_AHEAD: apart
+                rows.factor_out(t, val, marks, reset=g.resets, test=not g.tests_pivots)    # as the call
             finally:
                 rows.FACTOR_OUT_SHAPE = kept
         return f

@@ -57,7 +57,8 @@
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh tests         # EARLY_FLAG (the ILU(0)'s flag read beside factor_out) has
-#                                                  # run only the graph, replay and breakdown tests (50)
+#                                                  # run only the graph, replay and breakdown tests (50), and
+#                                                  # the review's mend (factor_out then tests no pivot) none
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then

@@ -1645,14 +1645,15 @@ the power-law ILU(0) / IC(0): (1024, 8) 68.2 / 30.5 µs, the fastest of the 8 sh
 writes the sentinel into its 4M rewritten entries."""
 
 
-def factor_out(tables, val, marks, vec=None, flag=None, reset=True):
+def factor_out(tables, val, marks, vec=None, flag=None, reset=True, test=True):
     """(a copy of the factor VAL, breakdown flag, copies of the vector results) in one launch
     (_factor_out; `marks`: entry_marks) that also puts the sentinel (SENTINEL) back wherever a
     step rewrites VAL. It replaces four passes after a replay of t3's graph: the copy returned,
     the pivot test (breakdown_flag), the reset of the rewritten entries before the next run and,
     with VEC, the clone of its vector result (vector_outs; a factor pair has one). `flag`: an
     int32 tensor [1] holding 0 (t3's graph zeroes its own), else a new one. reset=False leaves
-    the sentinel to sentinel_back, launched later (t3's PREP_AHEAD)."""
+    the sentinel to sentinel_back, launched later (t3's PREP_AHEAD); test=False leaves the pivots
+    untested and `flag` untouched (t3's graphs that test them themselves, EARLY_FLAG)."""
     outs = vector_outs(tables, vec) if vec is not None else ()
     if len(outs) > 1:
         raise ValueError(f"factor_out copies one vector result, this pair has {len(outs)}")
@@ -1665,7 +1666,7 @@ def factor_out(tables, val, marks, vec=None, flag=None, reset=True):
     _factor_out[(programs + triton.cdiv(nx, BLOCK),)](
         out, val, val.view(SENTINEL_BITS[val.dtype]), marks, flag, nnz, SENTINEL[val.dtype],
         x[0] if x else out, outs[0] if outs else val, nx, programs, FACTOR=tables.factor, BLOCK=BLOCK,
-        REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT, RESET=reset, num_warps=warps)
+        REWRITE_BIT=REWRITTEN, PIVOT_BIT=PIVOT if test else 0, RESET=reset, num_warps=warps)
     return out, flag, x
 
 

@@ -1478,7 +1478,10 @@ rotated rounds, every output checked), do_bench medians, ms:
   20:59 UTC, as now (figures/data/side_flag_ab_h100_2026-12-06.*): power-law ILU(0) 0.711 /
     0.708 against 0.699, 27-point ILU(0) 1.463 / 1.462 against 1.440; host times (20 calls back
     to back) 0.704 / 0.701 against 0.696 and 1.454 / 1.454 against 1.435. The package CLI right
-    after gave the power-law ILU(0) 0.702 ms, 3.90× cuSPARSE (figures/data/cli_side_flag_*)."""
+    after gave the power-law ILU(0) 0.702 ms, 3.90× cuSPARSE (figures/data/cli_side_flag_*). That
+    form's factor_out tested the pivots again; since, it leaves them and the flag alone there
+    (test=False: no second writer of the flag the side stream reads; its pass reads the marks and
+    values either way)."""
 
 
 class _Pinned(NamedTuple):
@@ -1502,6 +1505,16 @@ class _Graph(NamedTuple):
     kept: tuple                # what the replay reads that was made outside it (_graph_own's): held here,
                                # or the allocator hands its memory to the next tensor
     pinned: _Pinned | None = None  # where prepares_ahead or EARLY_FLAG
+
+    @property
+    def tests_pivots(self) -> bool:
+        """Whether the graph tests its pivots itself (EARLY_FLAG): no preparation ahead, a pinned read."""
+        return self.pinned is not None and self.pinned.prep is None
+
+    @property
+    def resets(self) -> bool:
+        """Whether rows.factor_out puts the sentinel back after a replay: no preparation ahead does."""
+        return self.pinned is None or self.pinned.prep is None
 
 
 def _graphed(run, vector):
@@ -1543,15 +1556,15 @@ def _replay(run, vector):
     g, p = run.graph, run.graph.pinned
     g.address[0] = vector.data_ptr()
     g.graph.replay()
-    early = p is not None and p.prep is None
-    if early:                           # the graph tested its pivots: the read goes beside factor_out
+    if g.tests_pivots:                  # the read goes beside factor_out, which leaves the flag alone
         with _beside(p.side):
             p.flag_host.copy_(g.flag, non_blocking=True)
             p.read.record()
-    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=p is None or early)
+    val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.resets,
+                                      test=not g.tests_pivots)
     if p is None:
         return val, flag, outs, None
-    if not early:
+    if not g.tests_pivots:
         p.flag_host.copy_(flag, non_blocking=True)
         p.read.record()
         p.prep.replay()                 # the next call's preparation runs while the host makes the factor
@@ -1631,16 +1644,17 @@ def _capture(run, vector):
             vec = _slots_from(vector, run.tables.vec_len, address=address)
             flag.zero_()
             _run_syncfree(run, val, vec, own)
-        if early:
-            rows.breakdown_flag(run.tables, run.dev, val, flag)
+            if early:
+                rows.breakdown_flag(run.tables, run.dev, val, flag)
     pinned = None
-    if ahead or early:
-        prep = torch.cuda.CUDAGraph() if ahead else None
-        if ahead:
-            with _captured(prep):
-                _prep_ahead(run, val, marks, slots, own, walked)
-        pinned = _Pinned(prep, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event(),
-                         torch.cuda.Stream(vector.device) if early else None)
+    if ahead:
+        prep = torch.cuda.CUDAGraph()
+        with _captured(prep):
+            _prep_ahead(run, val, marks, slots, own, walked)
+        pinned = _Pinned(prep, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event())
+    elif early:
+        pinned = _Pinned(None, torch.zeros(1, dtype=torch.int32, pin_memory=True), torch.cuda.Event(),
+                         torch.cuda.Stream(vector.device))
     return _Graph(graph, address.numpy(), val, vec, marks, flag, (own, walked), pinned)
 
 
