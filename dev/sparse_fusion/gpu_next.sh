@@ -64,6 +64,10 @@
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
+#   the A/B of EARLY_FLAG for the IC(0)'s graphs too (which prepare ahead; written 2026-12-06 22:00 UTC, never run:
+#   no GPU came in ten tries): git archive HEAD tiers > dev/sparse_fusion/ab_old_head.tar; git apply
+#   dev/sparse_fusion/early_ahead.diff; then ab_commit.py with that tar carried, on
+#   powerlaw:1000000:spic0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion, then `tests` if kept
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
