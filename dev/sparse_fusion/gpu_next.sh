@@ -50,24 +50,20 @@
 # UTC on an H100, tests with d24bbd8 (655fa78's _Ahead; 1042 and 73); at 20:07 UTC on an H100 (a call naming
 # nvidia-h200), cli poisson3d27 spilu0_sptrsv,spic0_sptrsv; at 20:17 and 20:59 UTC on an H100, by hand, the A/Bs
 # of EARLY_FLAG (early_flag_ab_h100_*: not kept; side_flag_ab_h100_*: kept, the read on a side stream), the latter
-# with the graph and breakdown tests only (50) and cli powerlaw spilu0_sptrsv in float64. A warm
+# with the graph and breakdown tests only (50) and cli powerlaw spilu0_sptrsv in float64; at 23:40 UTC on an H100
+(after eleven calls that did not start), by hand, the graph, replay and breakdown tests (48) with a92db89, then tests
+with it (1044 and 73), then by hand the A/B of EARLY_FLAG for the IC(0)'s graphs on the power-law IC(0) alone
+(early_ahead_ab_h100_*: not kept). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh tests         # EARLY_FLAG (the ILU(0)'s flag read beside factor_out) has
-#                                                  # run only the graph, replay and breakdown tests (50), and
-#                                                  # the review's mend (factor_out then tests no pivot) none
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
-#   the A/B of EARLY_FLAG for the IC(0)'s graphs too (which prepare ahead; written 2026-12-06 22:00 UTC, never run:
-#   no GPU came in ten tries): git archive HEAD tiers > dev/sparse_fusion/ab_old_head.tar; git apply
-#   dev/sparse_fusion/early_ahead.diff; then ab_commit.py with that tar carried, on
-#   powerlaw:1000000:spic0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fusion, then `tests` if kept
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel

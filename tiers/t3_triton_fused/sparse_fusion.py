@@ -1481,7 +1481,11 @@ rotated rounds, every output checked), do_bench medians, ms:
     after gave the power-law ILU(0) 0.702 ms, 3.90× cuSPARSE (figures/data/cli_side_flag_*). That
     form's factor_out tested the pivots again; since, it leaves them and the flag alone there
     (test=False: no second writer of the flag the side stream reads; its pass reads the marks and
-    values either way)."""
+    values either way);
+  23:43 UTC, the IC(0)'s graphs too, which prepare ahead: the graph testing its pivots, the read
+    beside factor_out, then the preparation (figures/data/early_ahead_ab_h100_2026-12-06.*, the diff
+    beside it): power-law IC(0) 0.4623 / 0.4629 against 0.4667, host times 0.4584 / 0.4595 against
+    0.4634 — not kept."""
 
 
 class _Pinned(NamedTuple):
