@@ -51,9 +51,9 @@
 # nvidia-h200), cli poisson3d27 spilu0_sptrsv,spic0_sptrsv; at 20:17 and 20:59 UTC on an H100, by hand, the A/Bs
 # of EARLY_FLAG (early_flag_ab_h100_*: not kept; side_flag_ab_h100_*: kept, the read on a side stream), the latter
 # with the graph and breakdown tests only (50) and cli powerlaw spilu0_sptrsv in float64; at 23:40 UTC on an H100
-(after eleven calls that did not start), by hand, the graph, replay and breakdown tests (48) with a92db89, then tests
-with it (1044 and 73), then by hand the A/B of EARLY_FLAG for the IC(0)'s graphs on the power-law IC(0) alone
-(early_ahead_ab_h100_*: not kept). A warm
+# (after eleven calls that did not start), by hand, the graph, replay and breakdown tests (48) with a92db89, then tests
+# with it (1044 and 73), then by hand the A/B of EARLY_FLAG for the IC(0)'s graphs on the power-law IC(0) alone
+# (early_ahead_ab_h100_*: not kept). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
