@@ -5,6 +5,8 @@ here it fails on the CPU. The stand-ins for the timer (Triton's interpreter runs
 make the stamps meaningless, so only the copies, their launch and the analysis' reading of the
 records are checked."""
 import pathlib
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +18,18 @@ from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import records
 from tiers.t3_triton_fused import sparse_fusion as t3
 
-DEV = pathlib.Path(__file__).resolve().parents[1] / "dev" / "sparse_fusion"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEV = ROOT / "dev" / "sparse_fusion"
+SCRIPTS = [ROOT / ".ci" / "run", *sorted((ROOT / "dev").rglob("*.sh"))]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to parse with")
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shell_scripts_parse(script):
+    """The shell scripts CI and a lent GPU run parse (bash -n): a call that fails on a syntax error
+    costs a GPU session's start. On 2026-12-06 gpu_next.sh's comment block lost three '#' marks."""
+    done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture
