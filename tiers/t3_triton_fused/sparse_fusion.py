@@ -1561,18 +1561,22 @@ def _replay(run, vector):
     g.address[0] = vector.data_ptr()
     g.graph.replay()
     if g.tests_pivots:                  # the read goes beside factor_out, which leaves the flag alone
-        with _beside(p.side):
-            p.flag_host.copy_(g.flag, non_blocking=True)
-            p.read.record()
+        _read_pinned(p, g.flag)
     val, flag, outs = rows.factor_out(run.tables, g.val, g.marks, g.vec, g.flag, reset=g.resets,
                                       test=not g.tests_pivots)
     if p is None:
         return val, flag, outs, None
     if not g.tests_pivots:
-        p.flag_host.copy_(flag, non_blocking=True)
-        p.read.record()
+        _read_pinned(p, flag)
         p.prep.replay()                 # the next call's preparation runs while the host makes the factor
     return val, p.flag_host, outs, p.read
+
+
+def _read_pinned(p, flag):
+    """Queue the device flag's copy into p.flag_host and p.read's record after it, on p.side (_beside)."""
+    with _beside(p.side):
+        p.flag_host.copy_(flag, non_blocking=True)
+        p.read.record()
 
 
 @contextlib.contextmanager
