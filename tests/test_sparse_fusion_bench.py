@@ -69,6 +69,51 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
             assert case["sparse_fusion"]["levels"] <= case["wavefront"]["levels"]
 
 
+def test_quick_bench_reads_a_matrix_market_file(tmp_path, capsys):
+    """--matrices takes a Matrix Market file (here gzipped, stored symmetric) at its own size: its
+    rows carry the file's name and size and are checked and timed like a generator's."""
+    import gzip
+
+    import scipy.io
+
+    from tiers.sparse_matrices import banded_spd
+
+    A = banded_spd(24, 3, seed=_seed("mtx"))
+    plain = tmp_path / "band.mtx"
+    scipy.io.mmwrite(plain, A, symmetry="symmetric")
+    path = tmp_path / "band.mtx.gz"
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+    cli.main(["bench", "sparse_fusion", "--quick", "--matrices", str(path), "--pairs", "sptrsv_spmv,spic0_sptrsv",
+              "--providers", "t3_triton_fused,scipy", "--schedules", "sparse_fusion", "--executors", "dataflow",
+              "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert f"Matrix Market file {path}" in out
+    rows = json.loads(next((tmp_path / "out").glob("sparse_fusion_*.json")).read_text())["rows"]
+    t3 = [r for r in rows if r["provider"] == "t3_triton_fused"]
+    assert {(r["pair"], r["matrix"], r["n"], r["size"], r["nnz"]) for r in t3} == {
+        (p, "band", 24, 24, A.nnz) for p in ("sptrsv_spmv", "spic0_sptrsv")}
+    for r in t3:
+        assert r["status"] == "ok" and r["rel_err"] <= 1e-10, r
+
+
+@pytest.mark.parametrize("setup,match", [
+    (lambda d: (["--matrices", str(d / "missing.mtx")]), "Matrix Market file .*missing.mtx.* not found"),
+    (lambda d: (["--matrices", "poisson9d"]), "unknown matrix 'poisson9d'.*or a Matrix Market file"),
+    (lambda d: (["--matrices", str(d / "rect.mtx")]), r"square matrix, the file holds one of shape \(4, 5\)"),
+    (lambda d: (["--matrices", str(d / "rect.mtx"), "--sizes", "rect=10"]), "'rect', which is not a generator"),
+])
+def test_bench_matrix_arguments_are_checked(tmp_path, setup, match):
+    """A missing or rectangular file, an unknown name and a size for a file each stop the benchmark
+    with a message that names what is wrong, before anything is measured."""
+    import scipy.io
+    import scipy.sparse as sp
+
+    scipy.io.mmwrite(tmp_path / "rect.mtx", sp.random(4, 5, density=0.5, format="csr", random_state=1))
+    with pytest.raises(SystemExit, match=match):
+        cli.main(["bench", "sparse_fusion", "--quick", "--pairs", "sptrsv_spmv", "--providers", "scipy",
+                  "--out", str(tmp_path / "out"), *setup(tmp_path)])
+
+
 def test_rounds_keep_the_median_of_interleaved_samples(monkeypatch):
     """--reps: every row a case timed on the device is timed again in rounds that go through all
     of them in turn; the row keeps the median and every sample, in the file as on the screen."""

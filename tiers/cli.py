@@ -126,7 +126,8 @@ def main(argv=None):
     b.add_argument("--patterns", default=None, help="sparse_attention: comma list of pattern names")
     b.add_argument("--cases", default=None, help="neighborhood: comma list of field case names")
     b.add_argument("--matrices", default=None,
-                   help="sparse_fusion: comma list of poisson2d,poisson3d,poisson3d27,powerlaw (default all)")
+                   help="sparse_fusion: comma list of poisson2d,poisson3d,poisson3d27,powerlaw (default all) "
+                        "and Matrix Market files (*.mtx, *.mtx.gz), each at its own size")
     b.add_argument("--sizes", default=None,
                    help="sparse_fusion: size overrides, e.g. poisson2d=500,powerlaw=200000 (grid side or nodes)")
     b.add_argument("--pairs", default=None, help="sparse_fusion: comma list of kernel pairs (default all five)")

@@ -8,6 +8,10 @@ Matrices (tiers/sparse_matrices.py; every one SPD, CSR, float64 values):
   poisson3d27   3D Poisson, 27-point, 64³ grid                   N =   262,144
   powerlaw      power-law graph Laplacian + I, 1M nodes, m = 3   N = 1,000,000
 each in the natural ordering and, with `--ordering natural,rcm`, after reverse Cuthill–McKee.
+`--matrices` also takes Matrix Market files (`path/to/m.mtx`, or `.mtx.gz`: a SuiteSparse matrix,
+as the paper measured), each at its own size and labelled by its file name; the pairs take L and U
+from its triangles as from a generator's matrix, so the file should hold an SPD matrix or one
+whose ILU(0) and IC(0) exist (what does not holds is reported in its rows, never timed).
 Pairs: sptrsv_spmv, spmv_sptrsv, sptrsv_sptrsv, spilu0_sptrsv, spic0_sptrsv (the matrices each
 takes are `operands(pair, A)`).
 
@@ -45,6 +49,7 @@ import datetime
 import inspect as _inspect
 import itertools
 import math
+import os
 import statistics
 import sys
 import time
@@ -71,6 +76,7 @@ MATRICES = {
     "poisson3d27": (64, 3, "3D Poisson 27-point, {s}^3 grid"),
     "powerlaw": (1_000_000, 40, "power-law Laplacian + I, {s} nodes, m=3"),
 }
+MTX_SUFFIXES = (".mtx", ".mtx.gz")   # --matrices also takes Matrix Market files (sparse_matrices.load_mtx)
 T0_REFERENCE_ROWS = 5000   # the t0 loops take seconds beyond this
 CASE_KEYS = ("matrix", "ordering", "n", "pair", "dtype", "provider", "schedule", "executor", "workers",
              "options", "block_rows", "nap_ns", "chain_steps", "programs_per_sm", "tickets", "tickets_ahead",
@@ -89,6 +95,32 @@ def make_matrix(name: str, size: int):
     if name == "powerlaw":
         return sm.powerlaw_laplacian(size, m=3, seed=0)
     raise ValueError(f"unknown matrix {name!r}; known: {', '.join(MATRICES)}")
+
+
+def is_mtx(name: str) -> bool:
+    """Whether a --matrices entry names a Matrix Market file rather than a generator."""
+    return str(name).lower().endswith(MTX_SUFFIXES)
+
+
+def matrix_source(name: str, size: int | None):
+    """(matrix, label for the rows, description) of a --matrices entry: a generator of MATRICES at
+    `size`, or a Matrix Market file at its own size, labelled by its file name without suffix,
+    which must exist and hold a square matrix. What else the pairs need (a stored, non-zero
+    diagonal; IC(0) and ILU(0) without breakdown) is the validation's, which each row reports."""
+    from pathlib import Path
+
+    from tiers.sparse_matrices import load_mtx
+
+    if not is_mtx(name):
+        return make_matrix(name, size), name, MATRICES[name][2].format(s=size)
+    path = Path(name)
+    if not path.is_file():
+        raise SystemExit(f"Matrix Market file {name!r} not found")
+    A = load_mtx(path)
+    if A.shape[0] != A.shape[1]:
+        raise SystemExit(f"{name}: the pairs need a square matrix, the file holds one of shape {A.shape}")
+    label = path.name[: -len(next(x for x in MTX_SUFFIXES if path.name.lower().endswith(x)))]
+    return A, label, f"Matrix Market file {path}"
 
 
 def operands(pair: str, A):
@@ -747,8 +779,15 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
         raise SystemExit("the sparse-fusion benchmark needs a CUDA GPU at full size; `--quick` runs tiny "
                          "matrices on the CPU (Triton interpreter) to check the pipeline")
     for name in matrices:
+        if name not in MATRICES and not is_mtx(name):
+            raise SystemExit(f"unknown matrix {name!r}; known: {', '.join(MATRICES)}, or a Matrix Market "
+                             f"file ({' or '.join(MTX_SUFFIXES)})")
+        if is_mtx(name) and not os.path.isfile(name):
+            raise SystemExit(f"Matrix Market file {name!r} not found")
+    for name in sizes or {}:
         if name not in MATRICES:
-            raise SystemExit(f"unknown matrix {name!r}; known: {', '.join(MATRICES)}")
+            raise SystemExit(f"--sizes names {name!r}, which is not a generator ({', '.join(MATRICES)}); "
+                             f"a Matrix Market file has its own size")
     for pair in pairs:
         if pair not in PAIRS:
             raise SystemExit(f"unknown pair {pair!r}; known: {', '.join(PAIRS)}")
@@ -779,12 +818,13 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
     _log(f"sparse fusion bench on {env['device']}: {', '.join(matrices)} x {', '.join(pairs)}, "
          f"{', '.join(dtypes)}, orderings {', '.join(orderings)}, providers {', '.join(providers)}", progress)
     for name in matrices:
-        default, small, what = MATRICES[name]
-        size = int(sizes.get(name, small if quick else default))
+        default, small, _ = MATRICES.get(name, (None, None, None))
+        size = int(sizes.get(name, small if quick else default)) if default else None
         start = time.perf_counter()
-        base = make_matrix(name, size)
-        _log(f"[{name}] {what.format(s=size)}: n={base.shape[0]:,} nnz={base.nnz:,} "
-             f"(built in {time.perf_counter() - start:.1f} s)", progress)
+        base, name, what = matrix_source(name, size)
+        size = base.shape[0] if size is None else size
+        _log(f"[{name}] {what}: n={base.shape[0]:,} nnz={base.nnz:,} "
+             f"({'built' if default else 'read'} in {time.perf_counter() - start:.1f} s)", progress)
         for ordering in orderings:
             A = base if ordering == "natural" else reorder(base, ordering)[0]
             rng = np.random.default_rng(zlib.crc32(f"{name}/{size}".encode()))
