@@ -53,7 +53,8 @@
 # with the graph and breakdown tests only (50) and cli powerlaw spilu0_sptrsv in float64; at 23:40 UTC on an H100
 # (after eleven calls that did not start), by hand, the graph, replay and breakdown tests (48) with a92db89, then tests
 # with it (1044 and 73), then by hand the A/B of EARLY_FLAG for the IC(0)'s graphs on the power-law IC(0) alone
-# (early_ahead_ab_h100_*: not kept). A warm
+# (early_ahead_ab_h100_*: not kept); on 2026-12-07 00:50 UTC on an H100 (a call naming nvidia-h200, after four that
+# did not start), tests with 7ce9e7a (1044 and 73), then by hand the CLI on a Matrix Market file (mtx_cli_*). A warm
 # machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
