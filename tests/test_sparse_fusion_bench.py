@@ -101,6 +101,8 @@ def test_quick_bench_reads_a_matrix_market_file(tmp_path, capsys):
     (lambda d: (["--matrices", "poisson9d"]), "unknown matrix 'poisson9d'.*or a Matrix Market file"),
     (lambda d: (["--matrices", str(d / "rect.mtx")]), r"square matrix, the file holds one of shape \(4, 5\)"),
     (lambda d: (["--matrices", str(d / "rect.mtx"), "--sizes", "rect=10"]), "'rect', which is not a generator"),
+    (lambda d: (["--matrices", f"{d / 'rect.mtx'},{d / 'sub' / 'rect.mtx.gz'}"]), "both be labelled 'rect'"),
+    (lambda d: (["--matrices", f"powerlaw,{d / 'powerlaw.mtx'}"]), "both be labelled 'powerlaw'"),
 ])
 def test_bench_matrix_arguments_are_checked(tmp_path, setup, match):
     """A missing or rectangular file, an unknown name and a size for a file each stop the benchmark
@@ -109,6 +111,9 @@ def test_bench_matrix_arguments_are_checked(tmp_path, setup, match):
     import scipy.sparse as sp
 
     scipy.io.mmwrite(tmp_path / "rect.mtx", sp.random(4, 5, density=0.5, format="csr", random_state=1))
+    (tmp_path / "sub").mkdir()
+    for name in ("sub/rect.mtx.gz", "powerlaw.mtx"):
+        (tmp_path / name).write_bytes(b"")      # present; the labels are checked before any file is read
     with pytest.raises(SystemExit, match=match):
         cli.main(["bench", "sparse_fusion", "--quick", "--pairs", "sptrsv_spmv", "--providers", "scipy",
                   "--out", str(tmp_path / "out"), *setup(tmp_path)])

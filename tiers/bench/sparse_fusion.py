@@ -102,6 +102,12 @@ def is_mtx(name: str) -> bool:
     return str(name).lower().endswith(MTX_SUFFIXES)
 
 
+def mtx_label(name: str) -> str:
+    """A Matrix Market file's label in the rows: its file name without the suffix."""
+    base = os.path.basename(name)
+    return base[: -len(next(x for x in MTX_SUFFIXES if base.lower().endswith(x)))]
+
+
 def matrix_source(name: str, size: int | None):
     """(matrix, label for the rows, description) of a --matrices entry: a generator of MATRICES at
     `size`, or a Matrix Market file at its own size, labelled by its file name without suffix,
@@ -119,8 +125,7 @@ def matrix_source(name: str, size: int | None):
     A = load_mtx(path)
     if A.shape[0] != A.shape[1]:
         raise SystemExit(f"{name}: the pairs need a square matrix, the file holds one of shape {A.shape}")
-    label = path.name[: -len(next(x for x in MTX_SUFFIXES if path.name.lower().endswith(x)))]
-    return A, label, f"Matrix Market file {path}"
+    return A, mtx_label(name), f"Matrix Market file {path}"
 
 
 def operands(pair: str, A):
@@ -811,6 +816,11 @@ def run(matrices=tuple(MATRICES), pairs=PAIRS, providers=PROVIDERS, orderings=("
                              f"file ({' or '.join(MTX_SUFFIXES)})")
         if is_mtx(name) and not os.path.isfile(name):
             raise SystemExit(f"Matrix Market file {name!r} not found")
+    labels = [mtx_label(m) if is_mtx(m) else m for m in matrices]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise SystemExit(f"two --matrices entries would both be labelled {label!r} in the rows: "
+                             f"{', '.join(m for m, x in zip(matrices, labels) if x == label)}")
     for name in sizes or {}:
         if name not in MATRICES:
             raise SystemExit(f"--sizes names {name!r}, which is not a generator ({', '.join(MATRICES)}); "
