@@ -441,13 +441,15 @@ def test_expand_ranges_is_the_plain_loop(ranges):
     """Every range's integers in range order with its owner; empty and reversed ranges give
     nothing, and negative starts count like any other. Short ranges (≤ 4 on average) and long
     ones take different paths (gathered values, a running sum of steps): lengths up to 4 and
-    up to 30 reach both."""
+    up to 30 reach both. range_values gives the same values without the owners."""
     starts = np.array([a for a, _ in ranges], dtype=np.int64)
     stops = starts + np.array([d for _, d in ranges], dtype=np.int64)
     owner, value = sd.expand_ranges(starts, stops)
     want = [(r, v) for r, (a, b) in enumerate(zip(starts, stops)) for v in range(a, b)]
     assert owner.dtype == value.dtype == np.int64
     assert list(zip(owner.tolist(), value.tolist())) == want
+    alone = sd.range_values(starts, stops)
+    assert alone.dtype == np.int64 and alone.tolist() == [v for _, v in want]
 
 
 def test_stable_order_is_numpys_stable_argsort():

@@ -142,10 +142,10 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     blk, lane, off = _pack(v_gid * 1024 + v_rank + 512, v_cnt, order, R, W)
     B = int(blk.max(initial=-1)) + 1
     slot = blk * R + lane                            # per virtual row
-    where = np.arange(tables.vec_len, dtype=np.int64)
+    where = np.arange(tables.vec_len, dtype=np.int32)
     where[tables.dst[seq]] = n + slot[:m]
-    px = np.full(B * W, -1, dtype=np.int64)
-    pv = np.full(B * W, -1, dtype=np.int64)
+    px = np.full(B * W, -1, dtype=np.int32)          # int32 as uploaded: half the pages to fill and scatter
+    pv = np.full(B * W, -1, dtype=np.int32)
     sg = np.zeros(B * W, dtype=np.int8)
     seg = np.full(B * W, 2, dtype=np.int8)           # padding: a segment of its own, stored nowhere
 
@@ -159,11 +159,13 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     # one empty slot of a row with neither (its position and value index stay −1). The entries'
     # slots run on from each row's first: per row once, then repeated along its entries, not
     # gathered per entry (the power-law sptrsv_spmv's flat_plan 3.1–3.6 s against 4.2–4.6, the
-    # same plan: figures/data/flat_plan_host_cpu_2026-12-05.txt)
+    # same plan: figures/data/flat_plan_host_cpu_2026-12-05.txt). Their positions come without owners
+    # (range_values), and the tables are int32 from the start, as uploaded: sptrsv_spmv's plan 1.33 s against
+    # 1.86, spmv_sptrsv's 1.04 against 1.16, sptrsv_sptrsv's even (figures/data/flat_plan_host_cpu_2026-12-07.txt)
     plain = np.flatnonzero(items[seq] <= W)
     i, c = seq[plain], cnt[plain]
     e0, n_e = tables.ent_ptr[i].astype(np.int64), lens[i]
-    _, e = dags.expand_ranges(e0, e0 + n_e)
+    e = dags.range_values(e0, e0 + n_e)
     at = np.repeat(blk[plain] * W + off[plain] - e0, n_e) + e
     px[at], pv[at], sg[at] = where[tables.ent_aux[e]], tables.ent_val[e], np.repeat(tables.sign[i], n_e)
     ends = np.cumsum(n_e)
@@ -197,7 +199,7 @@ def flat_plan(schedule, mats, tables, R, tickets, device, W):
     read = np.zeros(n + B * R, dtype=bool)
     read[px[px >= n]] = True
     awaited = read[n:].reshape(B, R).any(1)
-    host = {"px": px.astype(np.int32), "pv": pv.astype(np.int32), "sign": sg, "seg": seg,
+    host = {"px": px, "pv": pv, "sign": sg, "seg": seg,
             "diag": diag.astype(np.int32), "dst": dst.astype(np.int32), "back": where[n:].astype(np.int32)}
     if not awaited.all():
         host["awaited"] = awaited.astype(np.int8)
