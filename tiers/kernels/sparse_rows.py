@@ -1422,12 +1422,14 @@ def row_tables(pair: str, *matrices) -> RowTables:
         k2 = _affine(T, "solve", 0, n, 0, n)
         val_from, out_at = ((0, np.flatnonzero(M[0].indices <= dags.row_ids(M[0].indptr))),), (n,)
     n2 = len(k2["dst"])
-    cat = {k: np.concatenate([k1[k], k2[k]]) for k in k1}
     ent_ptr = np.zeros(n + n2 + 1, np.int64)
-    np.cumsum(cat.pop("count"), out=ent_ptr[1:])
-    i32 = {k: np.ascontiguousarray(v, dtype=np.int32) for k, v in cat.items()}
+    np.cumsum(np.concatenate([k1.pop("count"), k2.pop("count")]), out=ent_ptr[1:])
+    # written as int32 in one pass, not concatenated as int64 and then cast (the power-law graph's
+    # sptrsv_spmv: 11M entries a table)
+    i32 = {k: np.concatenate([k1[k], k2[k]], dtype=np.int32, casting="unsafe") for k in k1}
     bits, touched, apart = np.zeros(1, np.int64), np.zeros(0, np.int64), False
     if factor:
+        cat = {k: np.concatenate([k1[k], k2[k]]) for k in ("ent_val", "ent_aux")}   # what the steps read, int64
         ev = cat["ent_val"]
         pairs = step_pairs(n, ent_ptr, ev, upd[0])
         touched = rewritten(n, ent_ptr, ev, upd[0], upd[1], pairs)
