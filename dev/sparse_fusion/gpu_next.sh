@@ -61,6 +61,7 @@
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
+#                                                  # (the first GPU run of the benchmark's warm_anchor too)
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
