@@ -99,7 +99,7 @@ def test_quick_bench_reads_a_matrix_market_file(tmp_path, capsys):
 @pytest.mark.parametrize("setup,match", [
     (lambda d: (["--matrices", str(d / "missing.mtx")]), "Matrix Market file .*missing.mtx.* not found"),
     (lambda d: (["--matrices", "poisson9d"]), "unknown matrix 'poisson9d'.*or a Matrix Market file"),
-    (lambda d: (["--matrices", str(d / "rect.mtx")]), r"square matrix, the file holds one of shape \(4, 5\)"),
+    (lambda d: (["--matrices", str(d / "rect.mtx")]), r"rect.mtx must be square, got shape \(4, 5\)"),
     (lambda d: (["--matrices", str(d / "rect.mtx"), "--sizes", "rect=10"]), "'rect', which is not a generator"),
     (lambda d: (["--matrices", f"{d / 'rect.mtx'},{d / 'sub' / 'rect.mtx.gz'}"]), "both be labelled 'rect'"),
     (lambda d: (["--matrices", f"powerlaw,{d / 'powerlaw.mtx'}"]), "both be labelled 'powerlaw'"),

@@ -110,22 +110,22 @@ def mtx_label(name: str) -> str:
 
 def matrix_source(name: str, size: int | None):
     """(matrix, label for the rows, description) of a --matrices entry: a generator of MATRICES at
-    `size`, or a Matrix Market file at its own size, labelled by its file name without suffix,
-    which must exist and hold a square matrix. What else the pairs need (a stored, non-zero
-    diagonal; IC(0) and ILU(0) without breakdown) is the validation's, which each row reports."""
-    from pathlib import Path
-
+    `size`, or a Matrix Market file at its own size (run checked that it exists), labelled by its
+    file name without suffix. A file that is not square stops the run here, by the validation's
+    own check: without it the RCM ordering would fail outside any row. What else the pairs need
+    (a stored, non-zero diagonal; IC(0) and ILU(0) without breakdown) the validation reports in
+    each row."""
     from tiers.sparse_matrices import load_mtx
+    from tiers.validation import check_square
 
     if not is_mtx(name):
         return make_matrix(name, size), name, MATRICES[name][2].format(s=size)
-    path = Path(name)
-    if not path.is_file():
-        raise SystemExit(f"Matrix Market file {name!r} not found")
-    A = load_mtx(path)
-    if A.shape[0] != A.shape[1]:
-        raise SystemExit(f"{name}: the pairs need a square matrix, the file holds one of shape {A.shape}")
-    return A, mtx_label(name), f"Matrix Market file {path}"
+    A = load_mtx(name)
+    try:
+        check_square(f"the matrix in {name}", A)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return A, mtx_label(name), f"Matrix Market file {name}"
 
 
 def operands(pair: str, A):
