@@ -54,14 +54,15 @@
 # (after eleven calls that did not start), by hand, the graph, replay and breakdown tests (48) with a92db89, then tests
 # with it (1044 and 73), then by hand the A/B of EARLY_FLAG for the IC(0)'s graphs on the power-law IC(0) alone
 # (early_ahead_ab_h100_*: not kept); on 2026-12-07 00:50 UTC on an H100 (a call naming nvidia-h200, after four that
-# did not start), tests with 7ce9e7a (1044 and 73), then by hand the CLI on a Matrix Market file (mtx_cli_*). A warm
-# machine answers each call within seconds; a cold one
+# did not start), tests with 7ce9e7a (1044 and 73), then by hand the CLI on a Matrix Market file (mtx_cli_*); at 02:53
+# UTC on an H100 (calls naming nvidia-h200), warm_anchor's first GPU run, by hand on the file and the generator's
+# 27-point grid (warm_anchor_cli_*), then cli powerlaw spilu0_sptrsv,spic0_sptrsv (cli_warm_anchor_powerlaw_h100_*).
+# A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
-#                                                  # (the first GPU run of the benchmark's warm_anchor too)
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
