@@ -458,6 +458,35 @@ def test_expand_ranges_is_the_plain_loop(ranges):
     assert alone.dtype == np.int64 and alone.tolist() == [v for _, v in want]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 60), st.integers(0, 2 ** 20), st.integers(-3, 3), st.integers(0, 2 ** 61), st.integers(0, 99))
+@example(50, 2 ** 20, -3, 2 ** 61, 1)          # past 63 bits: np.lexsort
+@example(50, 2 ** 20, -3, 2 ** 20, 1)          # packed
+def test_sorted_by_is_lexsort_by_id(n, level_top, low, key_top, seed):
+    """_assemble's order: np.lexsort of (id, key, part, level), whether the columns' ranges pack
+    into one int64 (argsort of the packed key) or not (np.lexsort itself), negative lows too."""
+    rng = np.random.default_rng(seed)
+    level = rng.integers(low, low + level_top + 1, n)
+    part = rng.integers(0, 5, n)
+    key = rng.integers(-key_top, key_top + 1, n)
+    want = np.lexsort((np.arange(n), key, part, level))
+    np.testing.assert_array_equal(fs._sorted_by(level, part, key), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.floats(0.0, 0.5), st.integers(0, 99))
+def test_lower_part_is_scipys_tril(n, density, seed):
+    """lower_part: sp.tril's matrix (the same index arrays and values), as canonical() takes it
+    without a copy; explicit zeros kept, empty rows and a missing diagonal alike."""
+    M = sp.random(n, n, density=density, random_state=seed, format="csr")
+    if M.nnz:
+        M.data[0] = 0.0                                   # an explicitly stored zero stays stored
+    T, want = sd.lower_part(M), sd.csr(sp.tril(M, format="csr"))
+    for a in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(T, a), getattr(want, a))
+    assert sd.canonical(T) is T
+
+
 def test_stable_order_is_numpys_stable_argsort():
     """The same permutation as np.argsort(kind="stable"), whether the keys fit in int16 or not."""
     rng = np.random.default_rng(6)

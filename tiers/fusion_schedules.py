@@ -210,6 +210,27 @@ def matches(schedule, pair: str, fp: str) -> None:
 
 # ---------------------------------------------------------------- assembling a schedule
 
+def _sorted_by(*columns) -> np.ndarray:
+    """np.lexsort((ids, *reversed(columns))): the ids sorting by the integer columns, first column
+    first, then by id. Where the columns' ranges fit in 63 bits together, one stable argsort of
+    them packed into one int64 (stable, so ties stay in id order): on the power-law graph's five
+    sparse-fusion schedules 0.12–0.14 s against 0.27–0.28 (medians of 5 rounds, development
+    machine's CPU, figures/data/inspector_order_tril_host_cpu_2026-12-07.txt), the same order."""
+    cols = [np.asarray(c, dtype=np.int64) for c in columns]
+    n = len(cols[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    lows = [int(c.min()) for c in cols]
+    bits = [int(c.max() - lo).bit_length() for c, lo in zip(cols, lows)]
+    if sum(bits) > 63:
+        return np.lexsort((np.arange(n, dtype=np.int64), *reversed(cols)))
+    packed = cols[0] - lows[0]
+    for c, lo, b in zip(cols[1:], lows[1:], bits[1:]):
+        packed <<= b
+        packed |= c - lo
+    return np.argsort(packed, kind="stable")
+
+
 def _assemble(kind, prob, level, part, key, *, packing, workers):
     """Schedule of `prob` (_problem) from per-iteration (coarse level, partition label within the
     level, order key): iterations sorted by (level, partition, key, id); empty levels dropped.
@@ -217,8 +238,7 @@ def _assemble(kind, prob, level, part, key, *, packing, workers):
     JOINT_LEVELS), where the sync-free executors look for them instead of building them again."""
     dag = prob.dag
     n = dag.n
-    ids = np.arange(n, dtype=np.int64)
-    order = np.lexsort((ids, key, part, level))
+    order = _sorted_by(level, part, key)
     lv, pt = level[order], part[order]
     new_part = np.ones(n, dtype=bool)
     new_part[1:] = (lv[1:] != lv[:-1]) | (pt[1:] != pt[:-1])

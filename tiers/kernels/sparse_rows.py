@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 import triton
 import triton.language as tl
@@ -1416,7 +1415,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
         val_from, out_at = ((0, None),), (n,)
     else:                              # spic0_sptrsv: VAL [Lc on tril(A)], VEC [b, x]
         factor = IC
-        T = dags.canonical(sp.tril(M[0], format="csr"))
+        T = dags.lower_part(M[0])
         S = dags.ic0_symbolic(T)
         k1, upd, pivot_at, pattern = *_factor(S, IC), S.diag, (S.indptr, S.indices)
         k2 = _affine(T, "solve", 0, n, 0, n)
