@@ -3438,3 +3438,84 @@ def test_lean_rows_breakdown_row_is_t0s(name, size, pair, how, seed):
         with pytest.raises(ValueError, match=rf"breaks down in row {row}: pivot"):
             run(_vector(b, "float64"))
     assert (run.graph is not None) == (DEVICE == "cuda")
+
+
+# ---------------------------------------------------------------- new values on a prepared pattern (refresh)
+
+def _rescaled(M, seed):
+    """M's pattern with other values, D·M·D for a positive diagonal D: a triangular factor keeps a
+    non-zero diagonal, an SPD matrix stays SPD, and ILU(0) and IC(0) still exist."""
+    C = sd.csr(M)
+    d = np.random.default_rng(seed).uniform(0.5, 2.0, C.shape[0])
+    C.data = C.data * d[sd.row_ids(C.indptr)] * d[C.indices]
+    return C
+
+
+REFRESH_CASES = [pytest.param(pair, ex, i % 2 == 0, DTYPES[i % 2], id=f"{pair}-{ex}-{['tensor', 'scipy'][i % 2]}")
+                 for i, (pair, ex) in enumerate((p, e) for p in PAIRS
+                                                for e in ("t2", "levels", "syncfree", "dataflow", "chains",
+                                                          "segments", "bands", "lean")
+                                                if e in ("t2", "lean") or e in t3.executors_for(p))
+                 if ex != "lean" or pair in sd.FACTOR_PAIRS]
+
+
+@pytest.mark.parametrize("pair,executor,as_tensor,dtype", REFRESH_CASES)
+def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
+    """A runner given new values on its pattern (refresh) returns t0's results on them, from
+    SciPy matrices or from tensors of the stored values, the calls before it having kept their
+    launches (and on CUDA a factor pair's graph, dropped by refresh and captured again)."""
+    if executor == "lean":
+        mats = operands(pair, matrix("poisson2d", 36, 3))
+        b = np.random.default_rng(_seed(pair, "lean")).standard_normal(mats[0].shape[0])
+    else:
+        mats, b = _problem(pair)
+    v = _vector(b, dtype)
+    if executor == "t2":
+        run = t2.prepare(pair, *mats, like=v)
+    else:
+        s = fs.inspect(pair, *mats, kind="sparse_fusion") if executor == "lean" else _schedule(pair, mats, "sparse_fusion")
+        run = t3.prepare(pair, *mats, like=v, schedule=s,
+                         executor="dataflow" if executor == "lean" else executor, lean=(executor == "lean") or None)
+    for _ in range(2):
+        run(v)
+    new = [_rescaled(M, _seed(pair, executor, k)) for k, M in enumerate(mats)]
+    given_ = [torch.tensor(M.data, dtype=getattr(torch, dtype), device=DEVICE) for M in new] if as_tensor else new
+    assert run.refresh(*given_) is run
+    # a tensor in the runner's dtype is what the kernels see; SciPy's float64 values are rounded to it
+    ref = _reference(pair, new, b, dtype, (pair, dtype, "refreshed", executor))
+    for call in range(3 if DEVICE == "cuda" else 1):
+        _check(run(v), ref, pair, mats, dtype, f"{executor} {pair} after refresh, call {call}")
+
+
+def test_refresh_rejects_bad_values_and_keeps_the_old():
+    """refresh's checks (validation.validate_refresh), each with its message, before anything is
+    written: the runner still returns the results of the values it had."""
+    pair = "sptrsv_spmv"
+    mats, b = _problem(pair)
+    L, A = (sd.csr(M) for M in mats)
+    v = _vector(b, "float64")
+    ref = _reference(pair, mats, b, "float64", (pair, "float64"))
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow")
+    zero_diag = L.copy()
+    zero_diag.data[sd.diag_positions(L.indptr, L.indices)[3]] = 0.0
+    missing = sd.csr(sp.csr_matrix(L.toarray() * (1 - np.eye(L.shape[0], k=-1))))     # no first subdiagonal
+    inf = A.copy()
+    inf.data[5] = np.inf
+    tensor = lambda M, **kw: torch.tensor(M.data, device=DEVICE, **kw)                 # noqa: E731
+    cases = [((L,), ValueError, "refresh takes the pair's 2 matrices (L, A), got 1"),
+             ((missing, A), ValueError, "L's sparsity pattern is not the one this runner was prepared for"),
+             ((L, sp.csr_matrix(A[:-1, :-1])), ValueError, "A's sparsity pattern is not the one"),
+             ((zero_diag, A), ValueError, "L has a zero diagonal entry in row 3"),
+             ((tensor(zero_diag), A), ValueError, "L has a zero diagonal entry in row 3"),
+             ((L, inf), ValueError, "A has a non-finite value inf"),
+             ((L, tensor(inf)), ValueError, "A has non-finite values"),
+             ((L, tensor(A)[:-1]), ValueError, f"A's values must be a 1-D tensor of the {A.nnz} values"),
+             ((L, tensor(A).reshape(1, -1)), ValueError, "A's values must be a 1-D tensor"),
+             ((L, tensor(A).to(torch.int32)), TypeError, "A has dtype torch.int32"),
+             ((L, list(A.data)), ValueError, "A must be a SciPy sparse matrix or a 1-D tensor of its stored values")]
+    for args, kind, match in cases:
+        with pytest.raises(kind, match=re.escape(match)):
+            run.refresh(*args)
+        _check(run(v), ref, pair, mats, "float64", f"after a refused refresh ({match})")
+    with pytest.raises(ValueError, match="L has a zero diagonal entry in row 3"):
+        t2.prepare(pair, *mats, like=v).refresh(zero_diag, A)

@@ -354,6 +354,55 @@ def validate_sparse_fusion(pair, matrices, vector, schedule, *, tier: str) -> Fu
     return FusionProblem(pair, mats, n, str(vector.dtype).replace("torch.", ""), fp)
 
 
+def validate_refresh(problem: FusionProblem, matrices, device, diagonals) -> tuple:
+    """Checks for a prepared runner's refresh(*matrices) (t2, t3): new values on the sparsity
+    patterns it was prepared for, one argument per matrix of the pair. Each is either a SciPy
+    sparse matrix (validate_fusion_matrices' checks, and its canonical pattern the prepared one)
+    or a 1-D float32/float64 tensor on `device` holding the matrix's stored values in canonical
+    CSR order (sorted columns, duplicates summed): as many as the prepared matrix stores, finite,
+    and where the pair divides by a factor's diagonal (L, U) non-zero there. `diagonals(i)` gives
+    matrix i's diagonal positions as a tensor on `device`, for the tensors' check. Returns each
+    matrix's values as a tensor on `device`, in its own dtype."""
+    import scipy.sparse as sp
+    import torch
+
+    from tiers.sparse_dags import PAIRS
+
+    names = PAIRS[problem.pair].matrices
+    if len(matrices) != len(names):
+        raise ValueError(f"refresh takes the pair's {len(names)} matrices ({', '.join(names)}), got {len(matrices)}")
+    out = []
+    for i, (name, old, M) in enumerate(zip(names, problem.matrices, matrices)):
+        if sp.issparse(M):
+            C = check_sparse_matrix(name, M)
+            if C.shape != old.shape or not (np.array_equal(C.indptr, old.indptr)
+                                            and np.array_equal(C.indices, old.indices)):
+                raise ValueError(f"{name}'s sparsity pattern is not the one this runner was prepared for: refresh "
+                                 "takes new values on the same pattern; prepare again for another pattern")
+            if name in ("L", "U"):
+                check_diagonal(name, C, nonzero=True)
+            out.append(torch.from_numpy(C.data).to(device))
+            continue
+        if not isinstance(M, torch.Tensor):
+            raise ValueError(f"{name} must be a SciPy sparse matrix or a 1-D tensor of its stored values, "
+                             f"got {type(M).__name__}")
+        if M.ndim != 1 or M.shape[0] != old.nnz:
+            raise ValueError(f"{name}'s values must be a 1-D tensor of the {old.nnz} values the prepared pattern "
+                             f"stores (canonical CSR order), got shape {tuple(M.shape)}")
+        check_same_dtype(((name, M),), ("torch.float32", "torch.float64"))
+        if M.device != torch.device(device):
+            raise ValueError(f"{name}'s values are on {M.device}, but this runner was prepared for {device}")
+        if not bool(torch.isfinite(M).all()):
+            raise ValueError(f"{name} has non-finite values")
+        if name in ("L", "U"):
+            zero = M[diagonals(i)] == 0
+            if bool(zero.any()):
+                raise ValueError(f"{name} has a zero diagonal entry in row {int(zero.nonzero()[0, 0])}: "
+                                 "the triangular solve would divide by zero")
+        out.append(M)
+    return tuple(out)
+
+
 def factor_breakdown(kind: str, row: int, pivot) -> ValueError:
     """The error every tier raises when ILU(0) (kind "ilu0") or IC(0) ("ic0") meets an unusable
     pivot in `row`: the incomplete factor does not exist for that matrix."""

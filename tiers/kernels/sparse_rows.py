@@ -1473,6 +1473,26 @@ def forget_patterns() -> None:
     _PATTERNS.clear()
 
 
+def refreshed_values(problem, tables, values, dtype) -> torch.Tensor:
+    """VAL from new values on the prepared patterns (validation.validate_refresh's tensors, one
+    per matrix, on the runner's device): what RowTables.values makes on the host, gathered on the
+    device, the positions it takes (val_from) uploaded once per pattern."""
+    device = values[0].device
+    at = pattern_cached(problem, ("val_from", str(device)),
+                        lambda: [None if a is None else torch.from_numpy(np.asarray(a, np.int64)).to(device)
+                                 for _, a in tables.val_from])
+    parts = [values[i] if a is None else values[i][a] for (i, _), a in zip(tables.val_from, at)]
+    return (torch.cat([p.to(dtype) for p in parts]) if len(parts) > 1 else parts[0].to(dtype)).contiguous()
+
+
+def diagonal_at(problem, i, device) -> torch.Tensor:
+    """Matrix i's diagonal positions among its stored values, on `device`, once per pattern (what
+    validation.validate_refresh reads a new triangular factor's diagonal at)."""
+    M = problem.matrices[i]
+    return pattern_cached(problem, ("diagonal_at", i, str(device)),
+                          lambda: torch.from_numpy(dags.diag_positions(M.indptr, M.indices)).to(device))
+
+
 def to_device(arrays: dict, device) -> dict:
     return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
 

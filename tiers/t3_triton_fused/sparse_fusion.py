@@ -229,7 +229,7 @@ from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORD
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
 from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks, ticket_cut
 from tiers.kernels.sparse_rows import CHUNK
-from tiers.validation import interpreting, validate_sparse_fusion
+from tiers.validation import interpreting, validate_refresh, validate_sparse_fusion
 
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments", "bands")
@@ -2067,6 +2067,31 @@ class Prepared:
     def check(self, vector):
         """rows.check_vector for the length, dtype and device this runner was prepared for."""
         rows.check_vector(self.problem.n, vector, self.dtype, self.device)
+
+    def refresh(self, *matrices):
+        """New values on the patterns this runner was prepared for, everything built from the
+        patterns kept (schedule, tables, plan, compiled launches): a preconditioner refactored at
+        every step of a nonlinear solve. Each matrix as SciPy sparse or as a 1-D tensor of its
+        stored values in canonical CSR order on this runner's device (validation.validate_refresh);
+        from tensors nothing crosses to the host but the checks' answers. The values are written
+        in place into what the launches read (VAL, the dataflow records' values), so launches kept
+        from call to call stay valid; a factor pair's CUDA graph and sentinel template, which hold
+        copies of the old values, are dropped, so the next call runs eagerly and the one after it
+        captures again. self.problem keeps the patterns (and the values first prepared). Returns
+        the runner."""
+        new = validate_refresh(self.problem, matrices, self.device,
+                               lambda i: rows.diagonal_at(self.problem, i, self.device))
+        if self.executor == "bands":
+            self.bands = device_bands(self.plan, pair_values(new, self.dtype, self.device), PREFETCH)
+            return self
+        self.values.copy_(rows.refreshed_values(self.problem, self.tables, new, self.dtype))
+        if getattr(self, "record_values", None) is not None:
+            for key, v in _dataflow_values(self.plan, self.values).items():
+                self.record_values[key].copy_(v)
+        if self.graph is not None:
+            torch.cuda.synchronize(self.device)      # its last preparation ahead may still run
+        self.graph, self.data_template, self.eager_calls = None, None, 0
+        return self
 
     def __call__(self, vector):
         if self.data or self.lean:

@@ -265,9 +265,11 @@ def band_plan(pair, mats, K=RING, shape=None) -> BandPlan:
 
 
 def pair_values(mats, dtype, device) -> torch.Tensor:
-    """The pair's values as band_plan indexes them, then a 1 (SOURCE_ONE, index −1)."""
-    data = np.concatenate([M.data.astype(np.float64) for M in mats] + [np.ones(1)])
-    return torch.from_numpy(data).to(device=device, dtype=dtype)
+    """The pair's values as band_plan indexes them, then a 1 (SOURCE_ONE, index −1); each matrix
+    as SciPy sparse, or as a tensor of its stored values on `device` (t3's refresh)."""
+    parts = [M.to(dtype) if isinstance(M, torch.Tensor) else torch.from_numpy(M.data).to(device=device, dtype=dtype)
+             for M in mats]
+    return torch.cat(parts + [torch.ones(1, dtype=dtype, device=device)])
 
 
 class DeviceBands(NamedTuple):

@@ -1,0 +1,107 @@
+"""What new values on a prepared pattern cost: t3's Prepared.refresh against preparing again.
+
+A developer's probe, not package code (needs a CUDA GPU to time; on a CPU under TRITON_INTERPRET=1 it
+runs the same steps on small matrices, unchecked timings). A preconditioner refactored at every step
+of a nonlinear solve keeps its pattern and changes its values. For each case: the runner prepared
+(sparse-fusion schedule, the package's executor), its call timed (do_bench median, the replayed graph
+for a factor pair); then new values D·A·D on the same pattern handed to `refresh` as a tensor on the
+device (host wall time to its return, synchronised, median of 5), the calls after it timed on the
+host one by one (the first eager, the second capturing a factor pair's graph again) and by do_bench;
+`prepare` again on the SciPy matrices with the pattern's tables cached (what a caller did before
+refresh) and cuSPARSE's call (the benchmark's anchor, whose call factors from its values anyway) in
+the same process. The results after refresh are compared with a runner prepared afresh on the new
+values (both t3, the same schedule).
+
+    python dev/sparse_fusion/refresh_cost.py OUT.json powerlaw:1000000:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv
+"""
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from tiers import fusion_schedules as fs
+from tiers import sparse_dags as sd
+from tiers.bench import sparse_fusion as bench
+from tiers.t3_triton_fused import sparse_fusion as t3
+
+
+def _sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _wall(fn, reps=1):
+    times = []
+    for _ in range(reps):
+        _sync()
+        start = time.perf_counter()
+        fn()
+        _sync()
+        times.append(1e3 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def _device_ms(fn):
+    if torch.cuda.is_available():
+        from triton.testing import do_bench
+        return do_bench(fn, warmup=25, rep=100)
+    return _wall(fn, 3)
+
+
+def _rescaled(M, seed):
+    C = sd.csr(M)
+    d = np.random.default_rng(seed).uniform(0.5, 2.0, C.shape[0])
+    C.data = C.data * d[sd.row_ids(C.indptr)] * d[C.indices]
+    return C
+
+
+def _dense_outs(out):
+    return [o.values() if o.layout == torch.sparse_csr else o for o in out]
+
+
+def case(spec, device):
+    name, size, pair = spec.split(":")
+    A = bench.make_matrix(name, int(size))
+    mats = tuple(sd.csr(M) for M in bench.operands(pair, A))
+    v = torch.from_numpy(np.random.default_rng(1).standard_normal(A.shape[0])).to(device)
+    s = fs.inspect(pair, *mats, kind="sparse_fusion")
+    run = t3.prepare(pair, *mats, like=v, schedule=s)
+    for _ in range(3):
+        run(v)
+    row = {"case": spec, "executor": run.executor, "call_ms": _device_ms(lambda: run(v))}
+    new = [_rescaled(M, 7 + k) for k, M in enumerate(mats)]
+    tensors = [torch.from_numpy(M.data).to(device) for M in new]
+    row["refresh_ms"] = _wall(lambda: run.refresh(*tensors), 5)
+    row["refresh_scipy_ms"] = _wall(lambda: run.refresh(*new), 3)
+    row["first_calls_ms"] = [_wall(lambda: run(v)) for _ in range(3)]
+    row["call_after_ms"] = _device_ms(lambda: run(v))
+    got = _dense_outs(run(v))
+    row["prepare_again_ms"] = _wall(lambda: t3.prepare(pair, *new, like=v, schedule=s), 3)
+    fresh = t3.prepare(pair, *new, like=v, schedule=s)
+    want = _dense_outs(fresh(v))
+    row["max_rel_diff"] = max(float((g - w).norm() / w.norm()) for g, w in zip(got, want))
+    if torch.cuda.is_available():
+        try:
+            bench.warm_anchor("cusparse", pair, "float64")
+            call = bench.cupy_call("cusparse", pair, new, v)
+            row["cusparse_ms"] = _device_ms(call)
+        except Exception as e:          # recorded, not fatal: the probe is about t3
+            row["cusparse_error"] = str(e)[:160]
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main(out, specs):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    env = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    rows = [case(s, device) for s in specs.split(",")]
+    with open(out, "w") as f:
+        json.dump({"env": env, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
