@@ -67,6 +67,8 @@
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
+#   bash dev/sparse_fusion/gpu_next.sh refresh tests  # Prepared.refresh (2026-12-07), never run on a GPU:
+#                                                  # its tests, its cost, then the whole selection
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -127,6 +129,12 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
+    refresh)      # Prepared.refresh on a GPU: its tests (the graphs dropped and captured again), then its cost
+      TIERS_POISON=1 timeout 150 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
+        -k "refresh" 2>&1 | tee "$OUT/gpu_tests_refresh.log" | tail -4
+      timeout 300 python3 dev/sparse_fusion/refresh_cost.py "$OUT/refresh_cost.json" powerlaw:1000000:spilu0_sptrsv,\
+powerlaw:1000000:spic0_sptrsv,poisson3d27:64:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv,powerlaw:1000000:sptrsv_spmv \
+        2>&1 | grep -v Warn | tee "$OUT/refresh_cost.log" | cut -c1-400 ;;
     cli)
       timeout 560 python3 -m tiers bench sparse_fusion --matrices "$2" ${3:+--pairs "$3"} --dtype float64,float32 \
         --executors "${EXECUTORS:-dataflow,bands}" --reps 3 --out "$OUT/cli_$2" 2>&1 | tee "$OUT/cli_$2.log" | grep -v '%|' \
