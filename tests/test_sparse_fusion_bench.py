@@ -49,6 +49,7 @@ def test_quick_bench_cli_end_to_end(tmp_path, capsys):
     for r in t2 + t3:
         assert r["status"] == "ok", r
         assert r["ms"] > 0 and r["rel_err"] <= 1e-10 and r["timed"] == "prepared"
+        assert r["refresh_ms"] > 0 and "refresh_error" not in r, r     # refreshed, then checked and timed
     for r in t3:
         assert r["levels"] >= 1 and r["inspector_ms"] > 0 and "payoff_runs" in r
     for r in t2 + t3:                  # the factor pairs record their held rows' shape and the rows walked

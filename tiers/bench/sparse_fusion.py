@@ -41,7 +41,11 @@ analysis and buffers, the matrices' upload). `one_off_ms` = inspector ms + setup
 row − setup ms of the best unfused row, and `payoff_runs` = one_off_ms / (best unfused ms − fused
 ms): the number of executor runs that repay everything the fused code does once beyond what the
 best unfused code does once (0 when that is nothing, None when the fused run is not faster);
-best unfused is the fastest of t2 and the two cuSPARSE anchors.
+best unfused is the fastest of t2 and the two cuSPARSE anchors. `refresh_ms` (t2, t3): the wall
+time of `refresh` handing the prepared runner new values on its pattern as tensors of the stored
+values already on the device (the median of three, the same values again, after the runner is
+prepared and before it is checked and timed): what new values cost once the pattern's one-off work
+is done.
 """
 from __future__ import annotations
 
@@ -679,8 +683,36 @@ def runner(fn, pair, mats, v, schedule, executor, row, tune=None):
         took["direct"] = prepared.direct
         took["early"] = prepared.early
         took["flat"] = prepared.flat
-    return ({**row, **took, "timed": "prepared", "setup_ms": 1e3 * (time.perf_counter() - start)},
-            lambda: prepared(v))
+    setup_ms = 1e3 * (time.perf_counter() - start)
+    return {**row, **took, "timed": "prepared", "setup_ms": setup_ms, **refresh_columns(prepared, mats, v)}, \
+        lambda: prepared(v)
+
+
+def refresh_columns(prepared, mats, v) -> dict:
+    """{"refresh_ms": ...} for a runner that takes new values (refresh): its median wall time over
+    three refreshes with the matrices' own values as tensors on the vector's device, synchronised;
+    {} for one that does not, {"refresh_error": ...} where it fails (the row's check then tells
+    whether the runner still computes right)."""
+    import torch
+
+    from tiers.sparse_dags import canonical
+
+    if not hasattr(prepared, "refresh"):
+        return {}
+    values = [torch.from_numpy(canonical(M).data).to(device=v.device, dtype=v.dtype) for M in mats]
+    times = []
+    try:
+        for _ in range(3):
+            if v.is_cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            prepared.refresh(*values)
+            if v.is_cuda:
+                torch.cuda.synchronize()
+            times.append(1e3 * (time.perf_counter() - start))
+    except Exception as e:
+        return {"refresh_error": _error(e)}
+    return {"refresh_ms": statistics.median(times)}
 
 
 def _raiser(e):
