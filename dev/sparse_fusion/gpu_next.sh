@@ -56,7 +56,9 @@
 # (early_ahead_ab_h100_*: not kept); on 2026-12-07 00:50 UTC on an H100 (a call naming nvidia-h200, after four that
 # did not start), tests with 7ce9e7a (1044 and 73), then by hand the CLI on a Matrix Market file (mtx_cli_*); at 02:53
 # UTC on an H100 (calls naming nvidia-h200), warm_anchor's first GPU run, by hand on the file and the generator's
-# 27-point grid (warm_anchor_cli_*), then cli powerlaw spilu0_sptrsv,spic0_sptrsv (cli_warm_anchor_powerlaw_h100_*).
+# 27-point grid (warm_anchor_cli_*), then cli powerlaw spilu0_sptrsv,spic0_sptrsv (cli_warm_anchor_powerlaw_h100_*);
+# at 04:37 UTC on an H100 (a call naming nvidia-h200), refresh and tests with 7ad5c75 (32, 1073 and 76;
+# refresh_cost_h100_2026-12-07.*).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
@@ -67,8 +69,6 @@
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
-#   bash dev/sparse_fusion/gpu_next.sh refresh tests  # Prepared.refresh (2026-12-07), never run on a GPU:
-#                                                  # its tests, its cost, then the whole selection
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
