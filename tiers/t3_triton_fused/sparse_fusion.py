@@ -1268,7 +1268,12 @@ def _data_buffers(run, vector):
     bits = SENTINEL_BITS[vector.dtype]
     if run.data_template is None:
         t = run.values.clone()
-        t.view(bits)[torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device)] = SENTINEL[t.dtype]
+        # the positions' upload kept per pattern: a refresh drops the template, and the power-law
+        # ILU(0)'s 4M positions took most of the 11 ms its first call after a refresh cost on an
+        # H100 (likely, not timed apart: refresh_cost_h100_2026-12-07.*; since, not measured)
+        at = rows.pattern_cached(run.problem, ("rewritten_at", str(t.device)),
+                                 lambda: torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device))
+        t.view(bits)[at] = SENTINEL[t.dtype]
         run.data_template = t
     own = run.values.clone() if _works_in_own(run) else run.values
     return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
