@@ -69,6 +69,7 @@
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
+#   bash dev/sparse_fusion/gpu_next.sh refresh       # the first calls after refresh with 47ed4c7's cached positions
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
