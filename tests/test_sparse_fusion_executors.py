@@ -3442,15 +3442,6 @@ def test_lean_rows_breakdown_row_is_t0s(name, size, pair, how, seed):
 
 # ---------------------------------------------------------------- new values on a prepared pattern (refresh)
 
-def _rescaled(M, seed):
-    """M's pattern with other values, D·M·D for a positive diagonal D: a triangular factor keeps a
-    non-zero diagonal, an SPD matrix stays SPD, and ILU(0) and IC(0) still exist."""
-    C = sd.csr(M)
-    d = np.random.default_rng(seed).uniform(0.5, 2.0, C.shape[0])
-    C.data = C.data * d[sd.row_ids(C.indptr)] * d[C.indices]
-    return C
-
-
 REFRESH_CASES = [pytest.param(pair, ex, i % 2 == 0, DTYPES[i % 2], id=f"{pair}-{ex}-{['tensor', 'scipy'][i % 2]}")
                  for i, (pair, ex) in enumerate((p, e) for p in PAIRS
                                                 for e in ("t2", "levels", "syncfree", "dataflow", "chains",
@@ -3478,7 +3469,8 @@ def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
                          executor="dataflow" if executor == "lean" else executor, lean=(executor == "lean") or None)
     for _ in range(2):
         run(v)
-    new = [_rescaled(M, _seed(pair, executor, k)) for k, M in enumerate(mats)]
+    # D·M·D: each matrix's pattern with other values (a triangular factor keeps its diagonal non-zero)
+    new = [_randomised(M, np.random.default_rng(_seed(pair, executor, k))) for k, M in enumerate(mats)]
     given_ = [torch.tensor(M.data, dtype=getattr(torch, dtype), device=DEVICE) for M in new] if as_tensor else new
     assert run.refresh(*given_) is run
     # a tensor in the runner's dtype is what the kernels see; SciPy's float64 values are rounded to it

@@ -53,7 +53,7 @@ import triton.language as tl
 
 from tiers import buffers
 from tiers import sparse_dags as dags
-from tiers.validation import factor_breakdown
+from tiers.validation import factor_breakdown, validate_refresh
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
@@ -1471,6 +1471,12 @@ def forget_patterns() -> None:
     """Drop what pattern_cached keeps, so that the next `prepare` builds it again (the benchmark
     does before each, so that every row's setup time counts the pattern's tables)."""
     _PATTERNS.clear()
+
+
+def checked_values(problem, matrices, device) -> tuple:
+    """A prepared runner's refresh(*matrices) checked (validation.validate_refresh, a triangular
+    factor's diagonal read at diagonal_at): each matrix's new values as a tensor on `device`."""
+    return validate_refresh(problem, matrices, device, lambda i: diagonal_at(problem, i, device))
 
 
 def refreshed_values(problem, tables, values, dtype) -> torch.Tensor:

@@ -29,7 +29,7 @@ from tiers import sparse_dags as dags
 from tiers.kernels import sparse_rows as rows
 from tiers.kernels.sparse_fusion_executors.launch import Bound, jit_launch
 from tiers.kernels.sparse_rows import CHUNK, affine_rows, factor_iterations
-from tiers.validation import interpreting, validate_refresh, validate_sparse_fusion
+from tiers.validation import interpreting, validate_sparse_fusion
 
 
 @triton.jit
@@ -107,10 +107,9 @@ class Prepared:
 
     def refresh(self, *matrices):
         """New values on the patterns this runner was prepared for, as t3's Prepared.refresh takes
-        them (validation.validate_refresh), written in place into the values the launches read;
+        them (sparse_rows.checked_values), written in place into the values the launches read;
         the tables and launches are kept. Returns the runner."""
-        new = validate_refresh(self.problem, matrices, self.values.device,
-                               lambda i: rows.diagonal_at(self.problem, i, self.values.device))
+        new = rows.checked_values(self.problem, matrices, self.values.device)
         self.values.copy_(rows.refreshed_values(self.problem, self.tables, new, self.values.dtype))
         return self
 

@@ -229,7 +229,7 @@ from tiers.kernels.sparse_fusion_executors.records import (HUBS_ALONE, READY_ORD
 from tiers.kernels.sparse_fusion_executors.syncfree import _syncfree
 from tiers.kernels.sparse_fusion_executors.tickets import TICKETS, _joint, fused_rows, ticket_blocks, ticket_cut
 from tiers.kernels.sparse_rows import CHUNK
-from tiers.validation import interpreting, validate_refresh, validate_sparse_fusion
+from tiers.validation import interpreting, validate_sparse_fusion
 
 
 EXECUTORS = ("levels", "syncfree", "dataflow", "chains", "segments", "bands")
@@ -2084,8 +2084,7 @@ class Prepared:
         copies of the old values, are dropped, so the next call runs eagerly and the one after it
         captures again. self.problem keeps the patterns (and the values first prepared). Returns
         the runner."""
-        new = validate_refresh(self.problem, matrices, self.device,
-                               lambda i: rows.diagonal_at(self.problem, i, self.device))
+        new = rows.checked_values(self.problem, matrices, self.device)
         if self.executor == "bands":
             self.bands = device_bands(self.plan, pair_values(new, self.dtype, self.device), PREFETCH)
             return self
