@@ -3454,7 +3454,8 @@ REFRESH_CASES = [pytest.param(pair, ex, i % 2 == 0, DTYPES[i % 2], id=f"{pair}-{
 def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
     """A runner given new values on its pattern (refresh) returns t0's results on them, from
     SciPy matrices or from tensors of the stored values, the calls before it having kept their
-    launches (and on CUDA a factor pair's graph, dropped by refresh and captured again)."""
+    launches (and on CUDA a factor pair's graph, which it keeps, its buffers rewritten); the
+    bands' tables take the values where they are (a kept launch reads them there)."""
     if executor == "lean":
         mats = operands(pair, matrix("poisson2d", 36, 3))
         b = np.random.default_rng(_seed(pair, "lean")).standard_normal(mats[0].shape[0])
@@ -3469,14 +3470,44 @@ def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
                          executor="dataflow" if executor == "lean" else executor, lean=(executor == "lean") or None)
     for _ in range(2):
         run(v)
+    graph = getattr(run, "graph", None)
+    assert (graph is not None) == (DEVICE == "cuda" and executor not in ("t2", "bands") and t3.replays_graph(run))
+    held = [t.data_ptr() for t in run.bands.tables[0]] if executor == "bands" else None
     # D·M·D: each matrix's pattern with other values (a triangular factor keeps its diagonal non-zero)
     new = [_randomised(M, np.random.default_rng(_seed(pair, executor, k))) for k, M in enumerate(mats)]
     given_ = [torch.tensor(M.data, dtype=getattr(torch, dtype), device=DEVICE) for M in new] if as_tensor else new
     assert run.refresh(*given_) is run
+    assert getattr(run, "graph", None) is graph
+    if held is not None:
+        assert [t.data_ptr() for t in run.bands.tables[0]] == held
     # a tensor in the runner's dtype is what the kernels see; SciPy's float64 values are rounded to it
     ref = _reference(pair, new, b, dtype, (pair, dtype, "refreshed", executor))
     for call in range(3 if DEVICE == "cuda" else 1):
         _check(run(v), ref, pair, mats, dtype, f"{executor} {pair} after refresh, call {call}")
+
+
+@pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
+def test_refresh_with_rows_walking(pair, monkeypatch):
+    """refresh where walked rows work beside held ones (HOLD_SHARE 0.6, the cases of
+    test_held_and_walked_rows_together): the walked rows' own copy of A's values (OWN), which on
+    CUDA the kept graph holds, takes the new values too."""
+    monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
+    monkeypatch.setattr(rows, "_PATTERNS", {})
+    gen, size = ("powerlaw_laplacian", 60) if pair == "spilu0_sptrsv" else ("poisson3d_27", 27)
+    mats = operands(pair, matrix(gen, size, 5))
+    b = np.random.default_rng(12).standard_normal(mats[0].shape[0])
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, *mats, like=v, executor="dataflow", block_rows=2, lean=False)
+    assert run.data and run.tables.walks and t3._works_in_own(run)
+    for _ in range(2):
+        run(v)
+    graph = run.graph
+    new = [_randomised(M, np.random.default_rng(_seed(pair, "walking", k))) for k, M in enumerate(mats)]
+    run.refresh(*new)
+    assert run.graph is graph and (graph is not None) == (DEVICE == "cuda")
+    ref = _reference(pair, new, b, "float64", (pair, "refreshed", "walking"))
+    for call in range(3 if DEVICE == "cuda" else 1):
+        _check(run(v), ref, pair, mats, "float64", f"{pair} walking, after refresh, call {call}")
 
 
 def test_refresh_rejects_bad_values_and_keeps_the_old():

@@ -157,6 +157,21 @@ def triu_csr(A, k: int = 0) -> sp.csr_matrix:
     return U
 
 
+def rescaled(A, d) -> sp.csr_matrix:
+    """D·A·D with D = diag(d): A's pattern, every stored entry kept in its place, with the values
+    d_i·a_ij·d_j — the same matrix refactored with new values (a prepared runner's refresh). With
+    d > 0 an SPD matrix stays SPD and an M- or H-matrix stays one, so ILU(0) and IC(0) still exist."""
+    A = sp.csr_matrix(A, dtype=np.float64)
+    d = np.asarray(d, dtype=np.float64)
+    if A.shape[0] != A.shape[1] or d.shape != (A.shape[0],):
+        raise ValueError(f"rescaled needs a square matrix and one scale per row, got shape {A.shape} "
+                         f"and {d.shape[0] if d.ndim == 1 else d.shape} scales")
+    if not (np.isfinite(d).all() and (d != 0).all()):
+        raise ValueError("rescaled needs finite, non-zero scales")
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    return sp.csr_matrix((d[rows] * A.data * d[A.indices], A.indices.copy(), A.indptr.copy()), shape=A.shape)
+
+
 GENERATORS = {
     "poisson2d": lambda size, seed=0: poisson2d(max(1, round(size ** 0.5))),
     "poisson3d": lambda size, seed=0: poisson3d(max(1, round(size ** (1 / 3)))),

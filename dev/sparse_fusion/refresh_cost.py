@@ -6,7 +6,8 @@ of a nonlinear solve keeps its pattern and changes its values. For each case: th
 (sparse-fusion schedule, the package's executor), its call timed (do_bench median, the replayed graph
 for a factor pair); then new values D·A·D on the same pattern handed to `refresh` as a tensor on the
 device (host wall time to its return, synchronised, median of 5), the calls after it timed on the
-host one by one (the first eager, the second capturing a factor pair's graph again) and by do_bench;
+host one by one (a factor pair's replaying the graph it kept, which before 2026-12-07's second session
+refresh dropped: the first ran eagerly, the second captured it again) and by do_bench;
 `prepare` again on the SciPy matrices with the pattern's tables cached (what a caller did before
 refresh) and cuSPARSE's call (the benchmark's anchor, whose call factors from its values anyway) in
 the same process. The results after refresh are compared with a runner prepared afresh on the new
@@ -24,6 +25,7 @@ import torch
 
 from tiers import fusion_schedules as fs
 from tiers import sparse_dags as sd
+from tiers import sparse_matrices as sm
 from tiers.bench import sparse_fusion as bench
 from tiers.t3_triton_fused import sparse_fusion as t3
 
@@ -51,13 +53,6 @@ def _device_ms(fn):
     return _wall(fn, 3)
 
 
-def _rescaled(M, seed):
-    C = sd.csr(M)
-    d = np.random.default_rng(seed).uniform(0.5, 2.0, C.shape[0])
-    C.data = C.data * d[sd.row_ids(C.indptr)] * d[C.indices]
-    return C
-
-
 def _dense_outs(out):
     return [o.values() if o.layout == torch.sparse_csr else o for o in out]
 
@@ -72,7 +67,7 @@ def case(spec, device):
     for _ in range(3):
         run(v)
     row = {"case": spec, "executor": run.executor, "call_ms": _device_ms(lambda: run(v))}
-    new = [_rescaled(M, 7 + k) for k, M in enumerate(mats)]
+    new = [sm.rescaled(M, np.random.default_rng(7 + k).uniform(0.5, 2.0, M.shape[0])) for k, M in enumerate(mats)]
     tensors = [torch.from_numpy(M.data).to(device) for M in new]
     row["refresh_ms"] = _wall(lambda: run.refresh(*tensors), 5)
     row["refresh_scipy_ms"] = _wall(lambda: run.refresh(*new), 3)

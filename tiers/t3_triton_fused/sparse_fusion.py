@@ -213,8 +213,8 @@ from tiers import buffers
 from tiers import sparse_dags as dags
 from tiers.fusion_schedules import default_schedule
 from tiers.kernels import sparse_rows as rows
-from tiers.kernels.sparse_fusion_executors.bands import (PREFETCH, RING, band_plan, band_warps, device_bands,
-                                                         pair_values, run_bands)
+from tiers.kernels.sparse_fusion_executors.bands import (PREFETCH, RING, band_plan, band_warps, bands_take_values,
+                                                         device_bands, pair_values, run_bands)
 from tiers.kernels.sparse_fusion_executors.chains import _chain_plan, _run_chains, _run_segments, _segment_plan
 from tiers.kernels.sparse_fusion_executors.flat import _flat, flat_plan
 from tiers.kernels.sparse_fusion_executors.lean import launch_lean, lean_plan, lean_slots, pair_stride, run_lean
@@ -1265,18 +1265,19 @@ def _data_buffers(run, vector):
     sentinel where a step rewrites them (made once per runner, cloned per call), OWN A's values,
     copied only where rows walk (they work in it), VEC the input and then the sentinel in every
     output, written by one kernel (_slots_from)."""
-    bits = SENTINEL_BITS[vector.dtype]
     if run.data_template is None:
-        t = run.values.clone()
-        # the positions' upload kept per pattern: a refresh drops the template, and the power-law
-        # ILU(0)'s 4M positions took most of the 11 ms its first call after a refresh cost on an
-        # H100 (likely, not timed apart: refresh_cost_h100_2026-12-07.*; since, not measured)
-        at = rows.pattern_cached(run.problem, ("rewritten_at", str(t.device)),
-                                 lambda: torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device))
-        t.view(bits)[at] = SENTINEL[t.dtype]
-        run.data_template = t
+        run.data_template = _sentinel_template(run, run.values.clone())
     own = run.values.clone() if _works_in_own(run) else run.values
     return run.data_template.clone(), own, _slots_from(vector, run.tables.vec_len)
+
+
+def _sentinel_template(run, t):
+    """t (A's values, as run.values holds them) with the sentinel wherever a step rewrites; the
+    positions' upload (the power-law ILU(0)'s 4M) is kept per pattern, for a refresh's template."""
+    at = rows.pattern_cached(run.problem, ("rewritten_at", str(t.device)),
+                             lambda: torch.from_numpy(run.tables.rewritten.astype(np.int64)).to(t.device))
+    t.view(SENTINEL_BITS[t.dtype])[at] = SENTINEL[t.dtype]
+    return t
 
 
 def _works_in_own(run) -> bool:
@@ -1544,6 +1545,22 @@ def _graphed(run, vector):
         run.graph = _capture(run, vector)
     val, flag, outs, ready = _replay(run, vector.contiguous())
     return rows.results(run.tables, run.dev, val, outs, flag=flag, ready=ready)
+
+
+def _graph_takes_values(run):
+    """run.graph's buffers as a capture on run.values (refreshed) would make them, once no replay
+    runs: its factor buffer A's values (the lean rows') or the sentinel template (the values as
+    flags; a replay leaves it so, rows.factor_out or the preparation ahead putting the sentinel
+    back), and its OWN, where a copy, A's values — a replay copies back only the walked rows'
+    entries. The rest of what it reads is A's values themselves (VAL, OWN where no row walks),
+    the patterns' tables or the vectors' slots. Before, refresh dropped the graph: the next two
+    calls on the power-law ILU(0) took 11.3 and 2.8 ms, the next eager, the other capturing,
+    against a 0.72 ms call (H100, 2026-12-07, figures/data/refresh_cost_h100_2026-12-07.*)."""
+    g = run.graph
+    g.val.copy_(run.values if run.lean else run.data_template)
+    own = g.kept[0]
+    if own is not None and own is not run.values:
+        own.copy_(run.values)
 
 
 def _replay(run, vector):
@@ -2080,21 +2097,24 @@ class Prepared:
         stored values in canonical CSR order on this runner's device (validation.validate_refresh);
         from tensors nothing crosses to the host but the checks' answers. The values are written
         in place into what the launches read (VAL, the dataflow records' values), so launches kept
-        from call to call stay valid; a factor pair's CUDA graph and sentinel template, which hold
-        copies of the old values, are dropped, so the next call runs eagerly and the one after it
-        captures again. self.problem keeps the patterns (and the values first prepared). Returns
+        from call to call stay valid, and into the copies a factor pair keeps (its sentinel
+        template; its CUDA graph's buffers, _graph_takes_values), so its next call replays the
+        graph it had. self.problem keeps the patterns (and the values first prepared). Returns
         the runner."""
         new = rows.checked_values(self.problem, matrices, self.device)
         if self.executor == "bands":
-            self.bands = device_bands(self.plan, pair_values(new, self.dtype, self.device), PREFETCH)
+            bands_take_values(self.bands, pair_values(new, self.dtype, self.device))
             return self
         self.values.copy_(rows.refreshed_values(self.problem, self.tables, new, self.dtype))
         if getattr(self, "record_values", None) is not None:
             for key, v in _dataflow_values(self.plan, self.values).items():
                 self.record_values[key].copy_(v)
         if self.graph is not None:
-            torch.cuda.synchronize(self.device)      # its last preparation ahead may still run
-        self.graph, self.data_template, self.eager_calls = None, None, 0
+            torch.cuda.synchronize(self.device)      # its last replay or preparation ahead may still run
+        if getattr(self, "data_template", None) is not None:
+            _sentinel_template(self, self.data_template.copy_(self.values))
+        if self.graph is not None:
+            _graph_takes_values(self)
         return self
 
     def __call__(self, vector):

@@ -280,26 +280,40 @@ class DeviceBands(NamedTuple):
     lanes: int
     metas: tuple       # per kernel (C, K)
     P: tuple           # per kernel, bands
+    gathers: tuple = ()  # per kernel (src, sign, dsrc) on the device: where new values go (bands_take_values)
 
 
 def device_bands(plan: BandPlan, values: torch.Tensor, prefetch: int) -> DeviceBands:
     """The plan's tables on values' device, the coefficients gathered from `values` (pair_values):
     what a prepared call keeps. Tables are padded by `prefetch` + 1 steps, which the L1 prefetch
     reads past a band's last step."""
-    dev, tables = values.device, []
+    dev, tables, gathers = values.device, [], []
 
     def t(a):
         return torch.from_numpy(np.ascontiguousarray(a)).to(dev)
 
     for p in plan.kernels:
         pad = (prefetch + 1) * plan.lanes * p.C
-        coef = values[t(p.src)] * t(p.sign).to(values.dtype)
-        d = values[t(p.dsrc.reshape(-1))]
+        src, sign, dsrc = t(p.src), t(p.sign).to(values.dtype), t(p.dsrc.reshape(-1))
+        coef = values[src] * sign
+        d = values[dsrc]
         zeros = torch.zeros(pad, dtype=values.dtype, device=dev)
         tables.append((t(np.r_[p.word, np.zeros(pad, np.int32)]), torch.cat([coef, zeros]), t(p.row), d, 1.0 / d,
                        t(p.SP)))
+        gathers.append((src, sign, dsrc))
     return DeviceBands(tuple(tables), plan.n, plan.lanes, tuple((p.C, p.K) for p in plan.kernels),
-                       tuple(p.P for p in plan.kernels))
+                       tuple(p.P for p in plan.kernels), tuple(gathers))
+
+
+def bands_take_values(bands: DeviceBands, values: torch.Tensor) -> DeviceBands:
+    """bands with the coefficients, divisors and reciprocals of new `values` (pair_values, on the
+    patterns the plan was cut from) written in place, gathered as device_bands gathered them: no
+    index table crosses to the device again, and what a kept launch reads stays where it was."""
+    for (_, coef, _, d, rd, _), (src, sign, dsrc) in zip(bands.tables, bands.gathers):
+        torch.mul(values[src], sign, out=coef[:src.numel()])     # an index −1 is the 1 pair_values ends with
+        d.copy_(values[dsrc])
+        torch.reciprocal(d, out=rd)
+    return bands
 
 
 # --------------------------------------------------------------------------------------------- kernel
