@@ -3510,6 +3510,27 @@ def test_refresh_with_rows_walking(pair, monkeypatch):
         _check(run(v), ref, pair, mats, "float64", f"{pair} walking, after refresh, call {call}")
 
 
+def test_refresh_takes_any_scipy_form():
+    """refresh reads a CSR matrix with the prepared arrays where it is, and canonicalises any
+    other form first (validation._values_on_pattern): COO, unsorted columns and a duplicate split
+    in two all give the results of the canonical matrix."""
+    pair = "sptrsv_spmv"
+    mats, b = _problem(pair)
+    L, A = (sd.csr(M) for M in mats)
+    v = _vector(b, "float64")
+    run = t3.prepare(pair, L, A, like=v, executor="dataflow")
+    L2, A2 = (_randomised(M, np.random.default_rng(k + 40)) for k, M in enumerate((L, A)))
+    ref = _reference(pair, (L2, A2), b, "float64", (pair, "refreshed", "forms"))
+    n, rows_ = A2.shape[0], np.repeat(np.arange(A2.shape[0]), np.diff(A2.indptr))
+    flip = np.lexsort((-A2.indices, rows_))                          # each row's columns in reverse
+    unsorted = sp.csr_matrix((A2.data[flip], A2.indices[flip], A2.indptr), shape=A2.shape)
+    assert not unsorted.has_sorted_indices
+    split = sp.coo_matrix((np.r_[A2.data, 0.25], (np.r_[rows_, 0], np.r_[A2.indices, 0])), shape=(n, n))
+    split.data[0] -= 0.25                                            # entry (0, 0) stored twice, summing to a_00
+    for form in (A2.tocoo(), unsorted, split, sp.csr_array(A2)):
+        _check(run.refresh(L2, form)(v), ref, pair, mats, "float64", f"refresh from {type(form).__name__}")
+
+
 def test_refresh_rejects_bad_values_and_keeps_the_old():
     """refresh's checks (validation.validate_refresh), each with its message, before anything is
     written: the runner still returns the results of the values it had."""

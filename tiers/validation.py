@@ -248,12 +248,17 @@ def check_sparse_matrix(name, M):
     C = csr(M)
     if C.dtype != np.float64:
         C = C.astype(np.float64)
+    check_finite(name, C)
+    return C
+
+
+def check_finite(name, C):
+    """Every stored value of the CSR matrix C finite; the first that is not named with its place."""
     bad = ~np.isfinite(C.data)
     if bad.any():
         p = int(np.flatnonzero(bad)[0])
         i = int(np.searchsorted(C.indptr, p, side="right") - 1)
         raise ValueError(f"{name} has a non-finite value {C.data[p]} at ({i}, {int(C.indices[p])})")
-    return C
 
 
 def check_square(name, C):
@@ -374,33 +379,46 @@ def validate_refresh(problem: FusionProblem, matrices, device, diagonals) -> tup
     out = []
     for i, (name, old, M) in enumerate(zip(names, problem.matrices, matrices)):
         if sp.issparse(M):
-            C = check_sparse_matrix(name, M)
-            if C.shape != old.shape or not (np.array_equal(C.indptr, old.indptr)
-                                            and np.array_equal(C.indices, old.indices)):
-                raise ValueError(f"{name}'s sparsity pattern is not the one this runner was prepared for: refresh "
-                                 "takes new values on the same pattern; prepare again for another pattern")
-            if name in ("L", "U"):
-                check_diagonal(name, C, nonzero=True)
-            out.append(torch.from_numpy(C.data).to(device))
-            continue
-        if not isinstance(M, torch.Tensor):
+            M = torch.from_numpy(_values_on_pattern(name, M, old)).to(device, copy=True)
+        elif not isinstance(M, torch.Tensor):
             raise ValueError(f"{name} must be a SciPy sparse matrix or a 1-D tensor of its stored values, "
                              f"got {type(M).__name__}")
-        if M.ndim != 1 or M.shape[0] != old.nnz:
-            raise ValueError(f"{name}'s values must be a 1-D tensor of the {old.nnz} values the prepared pattern "
-                             f"stores (canonical CSR order), got shape {tuple(M.shape)}")
-        check_same_dtype(((name, M),), ("torch.float32", "torch.float64"))
-        if M.device != torch.device(device):
-            raise ValueError(f"{name}'s values are on {M.device}, but this runner was prepared for {device}")
-        if not bool(torch.isfinite(M).all()):
-            raise ValueError(f"{name} has non-finite values")
-        if name in ("L", "U"):
+        else:
+            if M.ndim != 1 or M.shape[0] != old.nnz:
+                raise ValueError(f"{name}'s values must be a 1-D tensor of the {old.nnz} values the prepared "
+                                 f"pattern stores (canonical CSR order), got shape {tuple(M.shape)}")
+            check_same_dtype(((name, M),), ("torch.float32", "torch.float64"))
+            if M.device != torch.device(device):
+                raise ValueError(f"{name}'s values are on {M.device}, but this runner was prepared for {device}")
+            if not bool(torch.isfinite(M).all()):
+                raise ValueError(f"{name} has non-finite values")
+        if name in ("L", "U"):              # the pattern is the prepared one: every diagonal entry is stored
             zero = M[diagonals(i)] == 0
             if bool(zero.any()):
                 raise ValueError(f"{name} has a zero diagonal entry in row {int(zero.nonzero()[0, 0])}: "
                                  "the triangular solve would divide by zero")
         out.append(M)
     return tuple(out)
+
+
+def _values_on_pattern(name, M, old) -> np.ndarray:
+    """The SciPy matrix M's stored values, float64 in canonical CSR order, once M has passed
+    check_sparse_matrix's checks and its pattern is found to be the CSR matrix old's (canonical).
+    A CSR M of real floats whose arrays are old's is read where it is (its order is canonical
+    then); check_sparse_matrix's canonical copy, its indices widened to int64, is made only for
+    any other: on the power-law graph's 7M entries the copy and its sort cost more than the rest
+    of a refresh from SciPy."""
+    def same(C):
+        return C.shape == old.shape and np.array_equal(C.indptr, old.indptr) and np.array_equal(C.indices, old.indices)
+
+    if M.format == "csr" and M.dtype.kind == "f" and same(M):
+        check_finite(name, M)
+    else:
+        M = check_sparse_matrix(name, M)
+        if not same(M):
+            raise ValueError(f"{name}'s sparsity pattern is not the one this runner was prepared for: refresh "
+                             "takes new values on the same pattern; prepare again for another pattern")
+    return M.data.astype(np.float64, copy=False)
 
 
 def factor_breakdown(kind: str, row: int, pivot) -> ValueError:
