@@ -3510,6 +3510,28 @@ def test_refresh_with_rows_walking(pair, monkeypatch):
         _check(run(v), ref, pair, mats, "float64", f"{pair} walking, after refresh, call {call}")
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(tuple(sm.GENERATORS)), size=st.integers(1, 60), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), executor=st.sampled_from(["t2", "levels", "syncfree", "dataflow", "bands"]),
+       dtype=st.sampled_from(DTYPES), rounds=st.integers(1, 3))
+def test_refresh_property(gen, size, seed, pair, executor, dtype, rounds):
+    """refresh over every generator, size, seed, pair and executor, several times in a row: each
+    time t0's results on the newest values, as tensors and as SciPy matrices in turn."""
+    assume(executor == "t2" or executor in t3.executors_for(pair))
+    mats = operands(pair, matrix(gen, size, seed))
+    b = np.random.default_rng(seed).standard_normal(mats[0].shape[0])
+    v = _vector(b, dtype)
+    run = (t2.prepare(pair, *mats, like=v) if executor == "t2"
+           else t3.prepare(pair, *mats, like=v, schedule=fs.inspect(pair, *mats, kind="sparse_fusion"),
+                           executor=executor))
+    run(v)
+    for r in range(rounds):
+        new = [_randomised(M, np.random.default_rng(seed + 100 * r + k)) for k, M in enumerate(mats)]
+        given_ = [torch.tensor(M.data, dtype=getattr(torch, dtype), device=DEVICE) for M in new] if r % 2 else new
+        ref = _reference(pair, new, b, dtype, ("refresh_property", gen, size, seed, pair, dtype, r))
+        _check(run.refresh(*given_)(v), ref, pair, mats, dtype, f"{executor} {pair} refresh {r}")
+
+
 def test_refresh_takes_any_scipy_form():
     """refresh reads a CSR matrix with the prepared arrays where it is, and canonicalises any
     other form first (validation._values_on_pattern): COO, unsorted columns and a duplicate split

@@ -69,7 +69,8 @@
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
-#   bash dev/sparse_fusion/gpu_next.sh refresh       # the first calls after refresh with 47ed4c7's cached positions
+#   bash dev/sparse_fusion/gpu_next.sh refresh       # refresh keeping the factor graph (0b84c03): its tests on CUDA
+#                                                  # (never run there yet), then the calls after refresh
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
@@ -130,7 +131,7 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    refresh)      # Prepared.refresh on a GPU: its tests (the graphs dropped and captured again), then its cost
+    refresh)      # Prepared.refresh on a GPU: its tests (a factor pair's graph kept and rewritten), then its cost
       TIERS_POISON=1 timeout 150 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         -k "refresh" 2>&1 | tee "$OUT/gpu_tests_refresh.log" | tail -4
       timeout 300 python3 dev/sparse_fusion/refresh_cost.py "$OUT/refresh_cost.json" powerlaw:1000000:spilu0_sptrsv,\
