@@ -2107,8 +2107,7 @@ class Prepared:
             return self
         self.values.copy_(rows.refreshed_values(self.problem, self.tables, new, self.dtype))
         if getattr(self, "record_values", None) is not None:
-            for key, v in _dataflow_values(self.plan, self.values).items():
-                self.record_values[key].copy_(v)
+            _dataflow_values(self.plan, self.values, into=self.record_values)
         if self.graph is not None:
             torch.cuda.synchronize(self.device)      # its last replay or preparation ahead may still run
         if getattr(self, "data_template", None) is not None:

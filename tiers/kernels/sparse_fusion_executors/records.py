@@ -550,22 +550,25 @@ def in_ready_order(tables, where, chunk):
     return np.lexsort((key, row))
 
 
-def _dataflow_values(plan, values):
+def _dataflow_values(plan, values, into=None):
     """The value half of the dataflow records (_dataflow_plan) or flat records (flat_plan) for
     these matrices' values: each slot's value times its sign, one a lane or one a slot (exact),
     the divisor (1 without one) and its reciprocal, rounded once in the vector's dtype, so that
-    the kernels' Markstein step rounds r/d as a division would."""
+    the kernels' Markstein step rounds r/d as a division would. `into`: an earlier result, written
+    in place (a refresh, whose kept launches read those tensors). The int32 tables index as they
+    are and each run of lanes repeats its sign by a Python int, so nothing waits for the device."""
     dev = plan[1]
     sign = dev["sign"].to(values.dtype)
-    pv = dev["pv"].long()
+    pv = dev["pv"]
     lanes = sign.numel()                               # each lane's sign over its record's slots
-    reps = torch.empty(lanes, dtype=torch.long, device=sign.device)
-    for first, m, w in record_lanes(lanes, pv.numel() // max(lanes, 1), dev.get("split_at", 0) * (lanes // plan[0]),
-                                    dev.get("chunks")):
-        reps[first:first + m] = w
-    lane_sign = sign.repeat_interleave(reps)
+    runs = record_lanes(lanes, pv.numel() // max(lanes, 1), dev.get("split_at", 0) * (lanes // plan[0]),
+                        dev.get("chunks"))
+    parts = [sign[first:first + m] if w == 1 else sign[first:first + m].repeat_interleave(w) for first, m, w in runs]
+    lane_sign = parts[0] if len(parts) == 1 else torch.cat(parts)
+    out = into or {}
     a = torch.where(pv >= 0, values[pv.clamp(min=0)] * lane_sign,
-                    (pv == -2).to(values.dtype))       # −2: a folded right-hand side (_dataflow_plan)
-    diag = dev["diag"].long()
-    d = torch.where(diag >= 0, values[diag.clamp(min=0)], 1)
-    return {"a": a, "d": d, "dinv": 1 / d, "sign": sign}
+                    (pv == -2).to(values.dtype), out=out.get("a"))  # −2: a folded right-hand side (_dataflow_plan)
+    diag = dev["diag"]
+    d = torch.where(diag >= 0, values[diag.clamp(min=0)], values.new_ones(()), out=out.get("d"))
+    dinv = torch.reciprocal(d, out=out.get("dinv"))
+    return into if into is not None else {"a": a, "d": d, "dinv": dinv, "sign": sign}
