@@ -3486,11 +3486,14 @@ def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
         _check(run(v), ref, pair, mats, dtype, f"{executor} {pair} after refresh, call {call}")
 
 
+@pytest.mark.parametrize("keep", [True, False])
 @pytest.mark.parametrize("pair", sd.FACTOR_PAIRS)
-def test_refresh_with_rows_walking(pair, monkeypatch):
+def test_refresh_with_rows_walking(pair, keep, monkeypatch):
     """refresh where walked rows work beside held ones (HOLD_SHARE 0.6, the cases of
     test_held_and_walked_rows_together): the walked rows' own copy of A's values (OWN), which on
-    CUDA the kept graph holds, takes the new values too."""
+    CUDA the kept graph holds, takes the new values too; with REFRESH_KEEPS_GRAPH off the graph
+    is dropped and captured again, with the same results."""
+    monkeypatch.setattr(t3, "REFRESH_KEEPS_GRAPH", keep)
     monkeypatch.setattr(rows, "HOLD_SHARE", 0.6)
     monkeypatch.setattr(rows, "_PATTERNS", {})
     gen, size = ("powerlaw_laplacian", 60) if pair == "spilu0_sptrsv" else ("poisson3d_27", 27)
@@ -3504,7 +3507,7 @@ def test_refresh_with_rows_walking(pair, monkeypatch):
     graph = run.graph
     new = [_randomised(M, np.random.default_rng(_seed(pair, "walking", k))) for k, M in enumerate(mats)]
     run.refresh(*new)
-    assert run.graph is graph and (graph is not None) == (DEVICE == "cuda")
+    assert (graph is not None) == (DEVICE == "cuda") and run.graph is (graph if keep else None)
     ref = _reference(pair, new, b, "float64", (pair, "refreshed", "walking"))
     for call in range(3 if DEVICE == "cuda" else 1):
         _check(run(v), ref, pair, mats, "float64", f"{pair} walking, after refresh, call {call}")

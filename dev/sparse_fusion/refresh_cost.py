@@ -6,8 +6,9 @@ of a nonlinear solve keeps its pattern and changes its values. For each case: th
 (sparse-fusion schedule, the package's executor), its call timed (do_bench median, the replayed graph
 for a factor pair); then new values D·A·D on the same pattern handed to `refresh` as a tensor on the
 device (host wall time to its return, synchronised, median of 5), the calls after it timed on the
-host one by one (a factor pair's replaying the graph it kept, which before 2026-12-07's second session
-refresh dropped: the first ran eagerly, the second captured it again) and by do_bench;
+host one by one (a factor pair's replaying the graph it kept; then, with t3.REFRESH_KEEPS_GRAPH off, as
+refresh was before 2026-12-07's second session: the first eager, the second capturing again; then kept
+once more) and by do_bench;
 `prepare` again on the SciPy matrices with the pattern's tables cached (what a caller did before
 refresh) and cuSPARSE's call (the benchmark's anchor, whose call factors from its values anyway) in
 the same process. The results after refresh are compared with a runner prepared afresh on the new
@@ -73,6 +74,11 @@ def case(spec, device):
     row["refresh_scipy_ms"] = _wall(lambda: run.refresh(*new), 3)
     row["first_calls_ms"] = [_wall(lambda: run(v)) for _ in range(3)]
     row["call_after_ms"] = _device_ms(lambda: run(v))
+    for key, keep in (("first_calls_dropping_ms", False), ("first_calls_again_ms", True)):
+        t3.REFRESH_KEEPS_GRAPH = keep      # the earlier form (graph and template dropped), then as before
+        run.refresh(*tensors)
+        row[key] = [_wall(lambda: run(v)) for _ in range(3)]
+    t3.REFRESH_KEEPS_GRAPH = True
     got = _dense_outs(run(v))
     row["prepare_again_ms"] = _wall(lambda: t3.prepare(pair, *new, like=v, schedule=s), 3)
     fresh = t3.prepare(pair, *new, like=v, schedule=s)

@@ -1547,6 +1547,13 @@ def _graphed(run, vector):
     return rows.results(run.tables, run.dev, val, outs, flag=flag, ready=ready)
 
 
+REFRESH_KEEPS_GRAPH = True
+"""Whether Prepared.refresh keeps a factor pair's CUDA graph, its buffers rewritten with the new
+values (_graph_takes_values), and its sentinel template, rebuilt in place. Off, as before
+2026-12-07's second session: both dropped, so the next call runs eagerly (building the template)
+and the one after captures again."""
+
+
 def _graph_takes_values(run):
     """run.graph's buffers as a capture on run.values (refreshed) would make them, once no replay
     runs: its factor buffer A's values (the lean rows') or the sentinel template (the values as
@@ -2110,6 +2117,8 @@ class Prepared:
             _dataflow_values(self.plan, self.values, into=self.record_values)
         if self.graph is not None:
             torch.cuda.synchronize(self.device)      # its last replay or preparation ahead may still run
+        if not REFRESH_KEEPS_GRAPH:
+            self.graph, self.data_template, self.eager_calls = None, None, 0
         if getattr(self, "data_template", None) is not None:
             _sentinel_template(self, self.data_template.copy_(self.values))
         if self.graph is not None:
