@@ -6,7 +6,7 @@ of a nonlinear solve keeps its pattern and changes its values. For each case: th
 (sparse-fusion schedule, the package's executor), its call timed (do_bench median, the replayed graph
 for a factor pair); then new values D·A·D on the same pattern handed to `refresh` as a tensor on the
 device (host wall time to its return, synchronised, median of 5), the calls after it timed on the
-host one by one (a factor pair's replaying the graph it kept; then, with t3.REFRESH_KEEPS_GRAPH off, as
+host one by one (with t3.REFRESH_KEEPS_GRAPH on, a factor pair's replaying the graph it kept; then off, as
 refresh was before 2026-12-07's second session: the first eager, the second capturing again; then kept
 once more) and by do_bench;
 `prepare` again on the SciPy matrices with the pattern's tables cached (what a caller did before
@@ -70,6 +70,7 @@ def case(spec, device):
     row = {"case": spec, "executor": run.executor, "call_ms": _device_ms(lambda: run(v))}
     new = [sm.rescaled(M, np.random.default_rng(7 + k).uniform(0.5, 2.0, M.shape[0])) for k, M in enumerate(mats)]
     tensors = [torch.from_numpy(M.data).to(device) for M in new]
+    default, t3.REFRESH_KEEPS_GRAPH = t3.REFRESH_KEEPS_GRAPH, True
     row["refresh_ms"] = _wall(lambda: run.refresh(*tensors), 5)
     row["refresh_scipy_ms"] = _wall(lambda: run.refresh(*new), 3)
     row["first_calls_ms"] = [_wall(lambda: run(v)) for _ in range(3)]
@@ -78,7 +79,7 @@ def case(spec, device):
         t3.REFRESH_KEEPS_GRAPH = keep      # the earlier form (graph and template dropped), then as before
         run.refresh(*tensors)
         row[key] = [_wall(lambda: run(v)) for _ in range(3)]
-    t3.REFRESH_KEEPS_GRAPH = True
+    t3.REFRESH_KEEPS_GRAPH = default
     got = _dense_outs(run(v))
     row["prepare_again_ms"] = _wall(lambda: t3.prepare(pair, *new, like=v, schedule=s), 3)
     fresh = t3.prepare(pair, *new, like=v, schedule=s)
