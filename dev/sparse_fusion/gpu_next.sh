@@ -63,14 +63,16 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed:
+# Still owed (first the one that gates code already on main):
+#   bash dev/sparse_fusion/gpu_next.sh refresh tests # refresh keeping the factor graph (t3.REFRESH_KEEPS_GRAPH, off
+#                                                  # until this runs): its tests on CUDA both ways, then the calls
+#                                                  # after refresh both ways; turn it on if they pass and it pays.
+#                                                  # tests: the records' and bands' in-place writes (733f4cd, 0b84c03)
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
 #                                                  # late wait and EARLY_FLAG there)
-#   bash dev/sparse_fusion/gpu_next.sh refresh       # refresh keeping the factor graph (0b84c03): its tests on CUDA
-#                                                  # (never run there yet), then the calls after refresh
 #   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel

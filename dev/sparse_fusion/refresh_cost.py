@@ -76,7 +76,7 @@ def case(spec, device):
     row["first_calls_ms"] = [_wall(lambda: run(v)) for _ in range(3)]
     row["call_after_ms"] = _device_ms(lambda: run(v))
     for key, keep in (("first_calls_dropping_ms", False), ("first_calls_again_ms", True)):
-        t3.REFRESH_KEEPS_GRAPH = keep      # the earlier form (graph and template dropped), then as before
+        t3.REFRESH_KEEPS_GRAPH = keep      # off (graph and template dropped), then on again
         run.refresh(*tensors)
         row[key] = [_wall(lambda: run(v)) for _ in range(3)]
     t3.REFRESH_KEEPS_GRAPH = default

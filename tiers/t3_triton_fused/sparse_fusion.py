@@ -1547,11 +1547,13 @@ def _graphed(run, vector):
     return rows.results(run.tables, run.dev, val, outs, flag=flag, ready=ready)
 
 
-REFRESH_KEEPS_GRAPH = True
+REFRESH_KEEPS_GRAPH = False
 """Whether Prepared.refresh keeps a factor pair's CUDA graph, its buffers rewritten with the new
-values (_graph_takes_values), and its sentinel template, rebuilt in place. Off, as before
-2026-12-07's second session: both dropped, so the next call runs eagerly (building the template)
-and the one after captures again."""
+values (_graph_takes_values), and its sentinel template, rebuilt in place. Off: both dropped, so
+the next call runs eagerly (building the template) and the one after captures again — the form
+run on an H100 (2026-12-07, tests and refresh_cost_h100_2026-12-07.*). Off until the kept graph's
+first CUDA run: the interpreter captures no graph, so CI cannot test it (dev/sparse_fusion/gpu_next.sh
+refresh runs its tests both ways and times both)."""
 
 
 def _graph_takes_values(run):
@@ -1560,9 +1562,9 @@ def _graph_takes_values(run):
     flags; a replay leaves it so, rows.factor_out or the preparation ahead putting the sentinel
     back), and its OWN, where a copy, A's values — a replay copies back only the walked rows'
     entries. The rest of what it reads is A's values themselves (VAL, OWN where no row walks),
-    the patterns' tables or the vectors' slots. Before, refresh dropped the graph: the next two
-    calls on the power-law ILU(0) took 11.3 and 2.8 ms, the next eager, the other capturing,
-    against a 0.72 ms call (H100, 2026-12-07, figures/data/refresh_cost_h100_2026-12-07.*)."""
+    the patterns' tables or the vectors' slots. With the graph dropped instead (REFRESH_KEEPS_GRAPH
+    off), the next two calls on the power-law ILU(0) took 11.3 and 2.8 ms, the one eager, the other
+    capturing, against a 0.72 ms call (H100, 2026-12-07, figures/data/refresh_cost_h100_2026-12-07.*)."""
     g = run.graph
     g.val.copy_(run.values if run.lean else run.data_template)
     own = g.kept[0]
@@ -2103,11 +2105,12 @@ class Prepared:
         every step of a nonlinear solve. Each matrix as SciPy sparse or as a 1-D tensor of its
         stored values in canonical CSR order on this runner's device (validation.validate_refresh);
         from tensors nothing crosses to the host but the checks' answers. The values are written
-        in place into what the launches read (VAL, the dataflow records' values), so launches kept
-        from call to call stay valid, and into the copies a factor pair keeps (its sentinel
-        template; its CUDA graph's buffers, _graph_takes_values), so its next call replays the
-        graph it had. self.problem keeps the patterns (and the values first prepared). Returns
-        the runner."""
+        in place into what the launches read (VAL, the dataflow records' values, the bands'
+        tables), so launches kept from call to call stay valid. A factor pair's sentinel template
+        and CUDA graph hold copies of the old values: with REFRESH_KEEPS_GRAPH they are rewritten
+        in place (_graph_takes_values) and the next call replays the graph it had; without it
+        they are dropped. self.problem keeps the patterns (and the values first prepared).
+        Returns the runner."""
         new = rows.checked_values(self.problem, matrices, self.device)
         if self.executor == "bands":
             bands_take_values(self.bands, pair_values(new, self.dtype, self.device))
