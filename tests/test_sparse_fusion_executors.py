@@ -28,6 +28,7 @@ from tiers import validation
 from tiers.kernels import sparse_rows as rows
 from tiers.t2_triton_unfused import sparse_fusion as t2
 from tiers.t3_triton_fused import sparse_fusion as t3
+from tiers.kernels.sparse_fusion_executors import bands as t3_bands
 from tiers.kernels.sparse_fusion_executors import chains as t3_chains
 from tiers.kernels.sparse_fusion_executors import flat as t3_flat
 from tiers.kernels.sparse_fusion_executors import launch as t3_launch
@@ -3478,8 +3479,11 @@ def test_refresh_takes_new_values(pair, executor, as_tensor, dtype):
     given_ = [torch.tensor(M.data, dtype=getattr(torch, dtype), device=DEVICE) for M in new] if as_tensor else new
     assert run.refresh(*given_) is run
     assert getattr(run, "graph", None) is (graph if t3.REFRESH_KEEPS_GRAPH else None)
-    if held is not None:
+    if held is not None:       # in place, and what device_bands makes from the new values
         assert [t.data_ptr() for t in run.bands.tables[0]] == held
+        fresh = t3_bands.device_bands(run.plan, t3_bands.pair_values(given_, getattr(torch, dtype), DEVICE),
+                                      t3_bands.PREFETCH)
+        assert all(torch.equal(x, y) for got, want in zip(run.bands.tables, fresh.tables) for x, y in zip(got, want))
     # a tensor in the runner's dtype is what the kernels see; SciPy's float64 values are rounded to it
     ref = _reference(pair, new, b, dtype, (pair, dtype, "refreshed", executor))
     for call in range(3 if DEVICE == "cuda" else 1):
@@ -3550,6 +3554,7 @@ def test_refresh_takes_any_scipy_form():
     flip = np.lexsort((-A2.indices, rows_))                          # each row's columns in reverse
     unsorted = sp.csr_matrix((A2.data[flip], A2.indices[flip], A2.indptr), shape=A2.shape)
     assert not unsorted.has_sorted_indices
+    assert A2.indices[0] == 0                                        # row 0's first entry is its diagonal
     split = sp.coo_matrix((np.r_[A2.data, 0.25], (np.r_[rows_, 0], np.r_[A2.indices, 0])), shape=(n, n))
     split.data[0] -= 0.25                                            # entry (0, 0) stored twice, summing to a_00
     for form in (A2.tocoo(), unsorted, split, sp.csr_array(A2)):

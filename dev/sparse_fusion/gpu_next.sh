@@ -133,7 +133,7 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
-    refresh)      # Prepared.refresh on a GPU: its tests (a factor pair's graph kept and rewritten), then its cost
+    refresh)      # Prepared.refresh on a GPU: its tests (a factor pair's graph kept or dropped), then its cost
       TIERS_POISON=1 timeout 150 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         -k "refresh" 2>&1 | tee "$OUT/gpu_tests_refresh.log" | tail -4
       timeout 300 python3 dev/sparse_fusion/refresh_cost.py "$OUT/refresh_cost.json" powerlaw:1000000:spilu0_sptrsv,\
