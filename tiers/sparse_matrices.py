@@ -168,8 +168,10 @@ def rescaled(A, d) -> sp.csr_matrix:
                          f"and {d.shape[0] if d.ndim == 1 else d.shape} scales")
     if not (np.isfinite(d).all() and (d != 0).all()):
         raise ValueError("rescaled needs finite, non-zero scales")
-    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-    return sp.csr_matrix((d[rows] * A.data * d[A.indices], A.indices.copy(), A.indptr.copy()), shape=A.shape)
+    from tiers.sparse_dags import row_ids
+
+    return sp.csr_matrix((d[row_ids(A.indptr)] * A.data * d[A.indices], A.indices.copy(), A.indptr.copy()),
+                         shape=A.shape)
 
 
 GENERATORS = {

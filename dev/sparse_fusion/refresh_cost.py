@@ -17,7 +17,6 @@ values (both t3, the same schedule).
     python dev/sparse_fusion/refresh_cost.py OUT.json powerlaw:1000000:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv
 """
 import json
-import statistics
 import sys
 import time
 
@@ -29,29 +28,6 @@ from tiers import sparse_dags as sd
 from tiers import sparse_matrices as sm
 from tiers.bench import sparse_fusion as bench
 from tiers.t3_triton_fused import sparse_fusion as t3
-
-
-def _sync():
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def _wall(fn, reps=1):
-    times = []
-    for _ in range(reps):
-        _sync()
-        start = time.perf_counter()
-        fn()
-        _sync()
-        times.append(1e3 * (time.perf_counter() - start))
-    return statistics.median(times)
-
-
-def _device_ms(fn):
-    if torch.cuda.is_available():
-        from triton.testing import do_bench
-        return do_bench(fn, warmup=25, rep=100)
-    return _wall(fn, 3)
 
 
 def _dense_outs(out):
@@ -67,21 +43,21 @@ def case(spec, device):
     run = t3.prepare(pair, *mats, like=v, schedule=s)
     for _ in range(3):
         run(v)
-    row = {"case": spec, "executor": run.executor, "call_ms": _device_ms(lambda: run(v))}
+    row = {"case": spec, "executor": run.executor, "call_ms": bench._device_ms(lambda: run(v), quick=False)[0]}
     new = [sm.rescaled(M, np.random.default_rng(7 + k).uniform(0.5, 2.0, M.shape[0])) for k, M in enumerate(mats)]
     tensors = [torch.from_numpy(M.data).to(device) for M in new]
     default, t3.REFRESH_KEEPS_GRAPH = t3.REFRESH_KEEPS_GRAPH, True
-    row["refresh_ms"] = _wall(lambda: run.refresh(*tensors), 5)
-    row["refresh_scipy_ms"] = _wall(lambda: run.refresh(*new), 3)
-    row["first_calls_ms"] = [_wall(lambda: run(v)) for _ in range(3)]
-    row["call_after_ms"] = _device_ms(lambda: run(v))
+    row["refresh_ms"] = bench._synced_ms(lambda: run.refresh(*tensors), 5)
+    row["refresh_scipy_ms"] = bench._synced_ms(lambda: run.refresh(*new), 3)
+    row["first_calls_ms"] = [bench._synced_ms(lambda: run(v), 1) for _ in range(3)]
+    row["call_after_ms"] = bench._device_ms(lambda: run(v), quick=False)[0]
     for key, keep in (("first_calls_dropping_ms", False), ("first_calls_again_ms", True)):
         t3.REFRESH_KEEPS_GRAPH = keep      # off (graph and template dropped), then on again
         run.refresh(*tensors)
-        row[key] = [_wall(lambda: run(v)) for _ in range(3)]
+        row[key] = [bench._synced_ms(lambda: run(v), 1) for _ in range(3)]
     t3.REFRESH_KEEPS_GRAPH = default
     got = _dense_outs(run(v))
-    row["prepare_again_ms"] = _wall(lambda: t3.prepare(pair, *new, like=v, schedule=s), 3)
+    row["prepare_again_ms"] = bench._synced_ms(lambda: t3.prepare(pair, *new, like=v, schedule=s), 3)
     fresh = t3.prepare(pair, *new, like=v, schedule=s)
     want = _dense_outs(fresh(v))
     row["max_rel_diff"] = max(float((g - w).norm() / w.norm()) for g, w in zip(got, want))
@@ -89,7 +65,7 @@ def case(spec, device):
         try:
             bench.warm_anchor("cusparse", pair, "float64")
             call = bench.cupy_call("cusparse", pair, new, v)
-            row["cusparse_ms"] = _device_ms(call)
+            row["cusparse_ms"] = bench._device_ms(call, quick=False)[0]
         except Exception as e:          # recorded, not fatal: the probe is about t3
             row["cusparse_error"] = str(e)[:160]
     print(json.dumps(row), flush=True)

@@ -502,6 +502,20 @@ def _host_ms(fn, reps: int) -> float:
     return statistics.median(times)
 
 
+def _synced_ms(fn, reps: int) -> float:
+    """_host_ms of fn() with the device synchronised before the first call and after each: the wall
+    time of host work whose kernels may end after it returns (a refresh's copies)."""
+    import torch
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+
+    def once():
+        fn()
+        sync()
+    sync()
+    return _host_ms(once, reps)
+
+
 def _enqueue_ms(fn, calls: int = 20):
     """Host milliseconds a call of fn() takes to issue: `calls` calls back to back, the GPU not
     waited for between them (it is before and after, outside the timing), outputs not poisoned.
@@ -700,19 +714,10 @@ def refresh_columns(prepared, mats, v) -> dict:
     if not hasattr(prepared, "refresh"):
         return {}
     values = [torch.from_numpy(canonical(M).data).to(device=v.device, dtype=v.dtype) for M in mats]
-    times = []
     try:
-        for _ in range(3):
-            if v.is_cuda:
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            prepared.refresh(*values)
-            if v.is_cuda:
-                torch.cuda.synchronize()
-            times.append(1e3 * (time.perf_counter() - start))
+        return {"refresh_ms": _synced_ms(lambda: prepared.refresh(*values), 3)}
     except Exception as e:
         return {"refresh_error": _error(e)}
-    return {"refresh_ms": statistics.median(times)}
 
 
 def _raiser(e):
