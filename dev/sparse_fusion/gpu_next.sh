@@ -58,22 +58,19 @@
 # UTC on an H100 (calls naming nvidia-h200), warm_anchor's first GPU run, by hand on the file and the generator's
 # 27-point grid (warm_anchor_cli_*), then cli powerlaw spilu0_sptrsv,spic0_sptrsv (cli_warm_anchor_powerlaw_h100_*);
 # at 04:37 UTC on an H100 (a call naming nvidia-h200), refresh and tests with 7ad5c75 (32, 1073 and 76;
-# refresh_cost_h100_2026-12-07.*).
+# refresh_cost_h100_2026-12-07.*); at 07:54 UTC on an H100, refresh and tests with 277e9fb (38, 1079 and 76; the kept
+# graph paid, REFRESH_KEEPS_GRAPH on since; refresh_cost_keep_h100_*), the graph, replay, breakdown and refresh tests
+# with it on (65), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (cli_keep_*_h100_*) and band_pairs.
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed (first the one that gates code already on main):
-#   bash dev/sparse_fusion/gpu_next.sh refresh tests # refresh keeping the factor graph (t3.REFRESH_KEEPS_GRAPH, off
-#                                                  # until this runs): its tests on CUDA both ways, then the calls
-#                                                  # after refresh both ways; turn it on if they pass and it pays.
-#                                                  # tests: the records' and bands' in-place writes (733f4cd, 0b84c03)
+# Still owed:
 #   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
 #                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
 #                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
 #                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
-#                                                  # late wait and EARLY_FLAG there)
-#   bash dev/sparse_fusion/gpu_next.sh band_pairs    # only to explain the bands' loss further
+#                                                  # late wait and EARLY_FLAG there); both ran on an H100 on 12-07
 # and, with the next change to the kernels, `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
