@@ -343,6 +343,38 @@ def test_dag_from_edges_and_levels_by_brute_force(n, edges, runs, seed):
     assert level.tolist() == [brute[x] for x in range(n)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(n1=st.integers(1, 20), n2=st.integers(1, 20), e1=st.integers(0, 60), e2=st.integers(0, 60),
+       inter=st.integers(0, 60), form=st.sampled_from(["sorted", "shuffled", "repeated"]), seed=st.integers(0, 2**16))
+def test_joint_from_is_dag_from_edges(n1, n2, e1, e2, inter, form, seed):
+    """joint_from places the kernel-2 rows' edges without a sort where the inter-kernel edges come
+    grouped by row with increasing sources, as every pair's do, and sorts otherwise (shuffled, an
+    edge repeated): the DAG dag_from_edges makes of the concatenation, either way."""
+    rng = np.random.default_rng(seed)
+
+    def kernel(n, e):
+        v = rng.integers(0, n, e)
+        u = rng.integers(0, n, e) % np.maximum(v, 1)
+        keep = u < v
+        return sd.dag_from_edges(u[keep], v[keep], n)
+
+    g1, g2 = kernel(n1, e1), kernel(n2, e2)
+    key = np.unique(rng.integers(0, n1 * n2, inter))           # (i, u) once each, grouped by i, u increasing
+    i, u = key // n1, key % n1
+    if form == "shuffled":
+        order = rng.permutation(len(u))
+        u, i = u[order], i[order]
+    elif form == "repeated" and len(u):
+        u, i = np.r_[u, u[:1]], np.r_[i, i[:1]]
+    dag = sd.joint_from(g1, g2, (u, i))
+    u1, v1 = g1.sources()
+    u2, v2 = g2.sources()
+    want = sd.dag_from_edges(np.r_[u1, u2 + n1, u], np.r_[v1, v2 + n1, i + n1], n1, n2)
+    assert (dag.n1, dag.n2) == (n1, n2)
+    assert np.array_equal(dag.ptr, want.ptr) and np.array_equal(dag.idx, want.idx)
+    assert dag.ptr.dtype == dag.idx.dtype == np.int64
+
+
 def test_wavefront_levels_reject_a_cycle():
     dag = sd.DAG(np.array([0, 1, 2, 3]), np.array([2, 0, 1]), 3)
     with pytest.raises(ValueError, match="cycle"):
