@@ -372,7 +372,8 @@ def joint_from(g1: DAG, g2: DAG, inter) -> DAG:
     before its own, which is dag_from_edges' order, without sorting the concatenation (its stable
     sort merged the two runs; the power-law ILU(0)'s sparse-fusion inspector took 2.44 s against
     2.00 with this, medians of three processes on the development machine's CPU,
-    figures/data/inspector_merge_cpu_2026-12-07.txt). Otherwise the concatenation, which is then
+    figures/data/inspector_merge_cpu_2026-12-07.txt; the GPU machine's 16-core CPU showed no
+    change, docs/sparse_fusion_log.md). Otherwise the concatenation, which is then
     sorted already or needs the sort."""
     u, i = (np.asarray(x, np.int64) for x in inter)
     n1, n2 = g1.n1, g2.n1

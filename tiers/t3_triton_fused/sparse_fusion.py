@@ -1553,9 +1553,10 @@ values (_graph_takes_values), and its sentinel template, rebuilt in place. Off: 
 the next call runs eagerly (building the template) and the one after captures again. On an H100
 (2026-12-07 07:55 UTC, refresh_cost_keep_h100_2026-12-07.*) the first two calls after a refresh
 cost 0.80 + 0.76 ms kept against 1.32 + 3.22 dropped on the power-law ILU(0) (0.71 a call; IC(0)
-0.53 + 0.48 against 0.88 + 2.15; the 27-point pairs 1.5 + 1.4 against 1.9–2.0 + 3.5–3.9), with
-the same results bitwise; the refresh tests pass on CUDA both ways. The interpreter captures no
-graph, so CI tests the eager path only (dev/sparse_fusion/gpu_next.sh refresh runs both)."""
+0.53 + 0.48 against 0.88 + 2.15; the 27-point pairs 1.5 + 1.4 against 1.9–2.0 + 3.5–3.9), its
+results equal to a runner's prepared afresh on the new values; the refresh tests pass on CUDA
+both ways. The interpreter captures no graph, so CI tests the eager path only
+(dev/sparse_fusion/gpu_next.sh refresh runs both)."""
 
 
 def _graph_takes_values(run):
