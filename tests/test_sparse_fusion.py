@@ -405,12 +405,22 @@ def test_reversed_dag_turns_every_dependence_around(pair):
 def test_joint_levels_from_the_kernels_dags(pair, gen, size, seed):
     """joint_levels (the inspectors' levels, from each kernel's DAG and the edges between them) and
     reversed_levels (the latest levels' longest paths to a sink) give what Kahn's algorithm gives
-    on the joint DAG itself and on its reversal, on every pair and generator."""
+    on the joint DAG itself and on its reversal, on every pair and generator, with and without g2's
+    own levels given; where both kernels have one DAG (the factor pairs), also with kernel-2 rows
+    reading another kernel-1 row than their own, which the shortcut for reading one's own must
+    not take."""
     mats = operands(pair, matrix(gen, size, seed))
     g1, g2, inter = sd.kernel_dags(pair, *mats)
     dag = sd.joint_from(g1, g2, inter)
-    np.testing.assert_array_equal(sd.joint_levels(g1, g2, inter), sd.wavefront_levels(dag))
+    want = sd.wavefront_levels(dag)
+    np.testing.assert_array_equal(sd.joint_levels(g1, g2, inter), want)
+    np.testing.assert_array_equal(sd.joint_levels(g1, g2, inter, sd.wavefront_levels(g2)), want)
     np.testing.assert_array_equal(sd.reversed_levels(dag), sd.wavefront_levels(dag.reversed()))
+    if pair in sd.FACTOR_PAIRS:
+        i = np.arange(g2.n)
+        for u in ((i + 1) % g2.n, i[::-1].copy()):
+            np.testing.assert_array_equal(sd.joint_levels(g1, g2, (u, i), sd.wavefront_levels(g2)),
+                                          sd.wavefront_levels(sd.joint_from(g1, g2, (u, i))))
 
 
 @pytest.mark.parametrize("pair", PAIRS)

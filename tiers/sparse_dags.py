@@ -491,9 +491,18 @@ def joint_levels(g1: DAG, g2: DAG, inter, w2=None) -> np.ndarray:
     same levels; on the pairs whose kernels both have edges within 10 % either way (development
     machine's CPU, 2026-12-05; the inspector as a whole: figures/data/
     inspector_joint_levels_cpu_2026-12-05.txt). w2: g2's own wavefront levels, if the caller
-    has them."""
-    l1 = wavefront_levels(g1)
+    has them.
+
+    Where both kernels have the same DAG and kernel-2 row i reads kernel-1 row i alone (the factor
+    pairs: ILU(0) and its unit-lower solve, IC(0) and its solve, on one pattern), each kernel-2
+    row's level is its kernel-1 row's plus one (by induction over the rows in level order), so
+    one walk serves both: the GPU host's power-law ILU(0) inspector walked the same DAG three
+    times (figures/data/setup_profile_h100_2026-12-07.txt)."""
     u, i = (np.asarray(x, dtype=np.int64) for x in inter)
+    same = g1.n1 == g2.n1 and np.array_equal(g1.ptr, g2.ptr) and np.array_equal(g1.idx, g2.idx)
+    l1 = w2 if same and w2 is not None else wavefront_levels(g1)
+    if same and np.array_equal(u, i) and np.array_equal(i, np.arange(g2.n)):
+        return np.concatenate([l1, l1 + 1])
     start = np.zeros(g2.n, dtype=np.int64)
     if i.size and (i[1:] >= i[:-1]).all():      # grouped by the kernel-2 row (every pair's order)
         heads = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
