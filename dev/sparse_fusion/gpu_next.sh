@@ -60,7 +60,10 @@
 # at 04:37 UTC on an H100 (a call naming nvidia-h200), refresh and tests with 7ad5c75 (32, 1073 and 76;
 # refresh_cost_h100_2026-12-07.*); at 07:54 UTC on an H100, refresh and tests with 277e9fb (38, 1079 and 76; the kept
 # graph paid, REFRESH_KEEPS_GRAPH on since; refresh_cost_keep_h100_*), the graph, replay, breakdown and refresh tests
-# with it on (65), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (cli_keep_*_h100_*) and band_pairs.
+# with it on (65), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (cli_keep_*_h100_*) and band_pairs;
+# at 08:54 UTC on an H100 (calls naming nvidia-h200 got H100s all session), cli powerlaw spilu0_sptrsv,spic0_sptrsv
+# with 6d06f68 (cli_inspector_*), then by hand setup_profile.py twice and an inspector A/B (setup_profile_h100_*,
+# inspector_ab_h100_*).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
