@@ -375,6 +375,19 @@ def test_joint_from_is_dag_from_edges(n1, n2, e1, e2, inter, form, seed):
     assert dag.ptr.dtype == dag.idx.dtype == np.int64
 
 
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 5), min_size=0, max_size=12), seed=st.integers(0, 2**16))
+def test_segment_reduce_by_loops(sizes, seed):
+    """segment_reduce: each consecutive piece reduced on its own, an empty piece (first, last or
+    between others) given the stated value, not its neighbour's first element."""
+    x = np.random.default_rng(seed).integers(-50, 50, sum(sizes))
+    starts = np.cumsum([0] + sizes)
+    for ufunc, empty in ((np.maximum, -99), (np.minimum, 99), (np.bitwise_or, 0)):
+        want = [ufunc.reduce(x[a:b]) if b > a else empty for a, b in zip(starts[:-1], starts[1:])]
+        got = sd.segment_reduce(ufunc, x, sizes, empty)
+        assert got.tolist() == want and got.dtype == x.dtype
+
+
 def test_wavefront_levels_reject_a_cycle():
     dag = sd.DAG(np.array([0, 1, 2, 3]), np.array([2, 0, 1]), 3)
     with pytest.raises(ValueError, match="cycle"):

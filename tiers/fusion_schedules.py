@@ -575,19 +575,13 @@ def _fuse_head_first(dag, g1, w2, cost, W, slack, wl):
         owner, at = dags.expand_ranges(dag.ptr[vs], dag.ptr[vs + 1])
         dep = dag.idx[at]
         dl, dp = level[dep], part[dep]
-        # per row of vs (its dependences lie together in `at`, rows without any left as they start):
-        # the latest level among them, and the least and greatest partition at that level
+        # per row of vs (its dependences lie together in `at`): the latest level among them, and
+        # the least and greatest partition at that level
         size = dag.ptr[vs + 1] - dag.ptr[vs]
-        some = size > 0
-        heads = (np.cumsum(size) - size)[some]
-        smax = np.full(len(vs), -1, dtype=np.int64)
-        pmin = np.full(len(vs), big)
-        pmax = np.full(len(vs), -1, dtype=np.int64)
-        if heads.size:
-            smax[some] = np.maximum.reduceat(dl, heads)
-            top = dl == smax[owner]
-            pmin[some] = np.minimum.reduceat(np.where(top, dp, big), heads)
-            pmax[some] = np.maximum.reduceat(np.where(top, dp, -1), heads)
+        smax = dags.segment_reduce(np.maximum, dl, size, -1)
+        top = dl == smax[owner]
+        pmin = dags.segment_reduce(np.minimum, np.where(top, dp, big), size, big)
+        pmax = dags.segment_reduce(np.maximum, np.where(top, dp, -1), size, -1)
         rest = smax >= REST
         fused = ~rest & (smax >= 0) & (pmin == pmax)
         fused[fused] = _fits(load, cap, smax[fused], pmin[fused], cost[vs[fused]])

@@ -120,6 +120,18 @@ def expand_ranges(starts, stops) -> tuple[np.ndarray, np.ndarray]:
     return _expand(starts, stops, True)
 
 
+def segment_reduce(ufunc, x, sizes, empty) -> np.ndarray:
+    """ufunc's reduction of each of len(sizes) consecutive pieces of x, sizes[s] long (a row's
+    entries, a step's pairs), `empty` for a piece of none: ufunc.reduceat alone would give an
+    empty piece the next piece's first element."""
+    sizes = np.asarray(sizes)
+    out = np.full(len(sizes), empty, dtype=np.asarray(x).dtype)
+    some = sizes > 0
+    if some.any():
+        out[some] = ufunc.reduceat(x, (np.cumsum(sizes) - sizes)[some])
+    return out
+
+
 def range_values(starts, stops) -> np.ndarray:
     """expand_ranges' values alone: where ranges are long, the owners are never made (the
     power-law graph's flat records expand 11M entries whose owners they do not read)."""

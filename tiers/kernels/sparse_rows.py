@@ -1319,7 +1319,6 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touche
     n1 = int(n1)
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     cnt = pairs.count
-    srow = dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))
     steps = np.diff(ent_ptr[:n1 + 1]).astype(np.int64)
     if touched is None:                                      # ascending, so rows in order
         touched = rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs)
@@ -1327,10 +1326,7 @@ def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touche
     last = np.append(row_of[1:] != row_of[:-1], True)[:len(touched)]   # each row's last touched entry
     span = np.zeros(n1, np.int64)
     span[row_of[last]] = touched[last] - fac_ptr[row_of[last]] + 1
-    most = np.zeros(n1, np.int64)                            # each row's most pairs of a step
-    if len(cnt):                                             # steps are listed row by row
-        heads = np.flatnonzero(np.r_[True, srow[1:] != srow[:-1]])
-        most[srow[heads]] = np.maximum.reduceat(cnt, heads)
+    most = dags.segment_reduce(np.maximum, cnt, steps, 0)   # each row's most pairs of a step (listed row by row)
     busy = steps > 0
     fits = busy & (span <= HELD_WIDTH)
     for x in (span, steps, most):
@@ -1360,11 +1356,7 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     if (later[1:] & (j[1:] <= j[:-1])).any():
         raise AssertionError("a factor step's pairs are not listed in the order of their entries")
     one = np.where(j < 64, np.left_shift(np.int64(1), np.minimum(j, 63)), 0)
-    bits = np.zeros(len(p), np.int64)
-    some = cnt > 0
-    if some.any():
-        bits[some] = np.bitwise_or.reduceat(one, heads[some])
-    return bits
+    return dags.segment_reduce(np.bitwise_or, one, cnt, 0)
 
 
 def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:

@@ -1565,9 +1565,7 @@ def _graph_takes_values(run):
     flags; a replay leaves it so, rows.factor_out or the preparation ahead putting the sentinel
     back), and its OWN, where a copy, A's values — a replay copies back only the walked rows'
     entries. The rest of what it reads is A's values themselves (VAL, OWN where no row walks),
-    the patterns' tables or the vectors' slots. With the graph dropped instead (REFRESH_KEEPS_GRAPH
-    off), the next two calls on the power-law ILU(0) took 11.3 and 2.8 ms, the one eager, the other
-    capturing, against a 0.72 ms call (H100, 2026-12-07, figures/data/refresh_cost_h100_2026-12-07.*)."""
+    the patterns' tables or the vectors' slots. What keeping the graph saves: REFRESH_KEEPS_GRAPH."""
     g = run.graph
     g.val.copy_(run.values if run.lean else run.data_template)
     own = g.kept[0]
