@@ -80,3 +80,23 @@ def test_flow_stamps_reads_each_streams_records(probes, monkeypatch):
         split, has = seen["SPLIT_AT"], prev >= 0
         assert ((prev[has] < split) == (np.flatnonzero(has) < split)).all() and (prev[has] < np.flatnonzero(has)).all()
     assert pairs[True] == pairs[False]
+
+
+def test_once_cost_hashes_the_plan_profiled_or_not(tmp_path, monkeypatch):
+    """once_cost.py's hash is what an A/B of a host-side change compares: `--profile` calls each
+    step four more times, and the hash it reports must stay the first call's plan; another kind's
+    schedule, or another pair, must hash differently."""
+    import json
+    monkeypatch.syspath_prepend(str(DEV))
+    import once_cost
+    cases = "poisson3d27:4:spilu0_sptrsv,poisson2d:6:sptrsv_spmv"
+    once_cost.main(str(tmp_path / "plain.json"), cases)
+    once_cost.main(str(tmp_path / "prof.json"), cases, kinds="sparse_fusion,wavefront", profile=True)
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    prof = json.loads((tmp_path / "prof.json").read_text())
+    for case in cases.split(","):
+        assert len(plain[case]) == 3 and len(prof[case]) == 5
+        assert plain[case][0] == prof[case][0]
+        assert prof[f"{case}/wavefront"][0] != prof[case][0]
+    assert len({v[0] for v in prof.values()}) == 4
+    assert "inspect by cumulative" in (tmp_path / "prof.txt").read_text()
