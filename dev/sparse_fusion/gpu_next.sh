@@ -63,18 +63,16 @@
 # with it on (65), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (cli_keep_*_h100_*) and band_pairs;
 # at 08:54 UTC on an H100 (calls naming nvidia-h200 got H100s all session), cli powerlaw spilu0_sptrsv,spic0_sptrsv
 # with 6d06f68 (cli_inspector_*), then by hand setup_profile.py twice and an inspector A/B (setup_profile_h100_*,
-# inspector_ab_h100_*).
+# inspector_ab_h100_*); at 10:08 UTC on an H100 (after three calls that found no machine), the README's table
+# afresh with 4f3b4df's package code (EXECUTORS=dataflow; cli poisson2d, poisson3d, poisson3d27, powerlaw, every
+# pair; table_h100_*), then tests with the tree of 9101a0d (1079 and 76).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed:
-#   bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # on an H200, for the table's rows
-#                                                  # with WALK_ALONE, BLK_PAD, BLK_REC, STEP_REC, FUSE_REC, OWN_WALKED,
-#                                                  # PREP_AHEAD, OWN_COPY_AT, the late flag wait, EARLY_FLAG; then
-#                                                  # cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (PREP_AHEAD, the
-#                                                  # late wait and EARLY_FLAG there); both ran on an H100 on 12-07
-# and, with the next change to the kernels, `tests`, then the cli rows it touches.
+# Still owed: nothing for the README's table, now an H100's (2026-12-07); an H200 that comes could measure the
+# whole table again (EXECUTORS=dataflow, cli per matrix, every pair) beside it.
+# With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
 # call's own limit too, and what they wrote by then still comes back.
