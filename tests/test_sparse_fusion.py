@@ -593,6 +593,22 @@ def test_weak_components_are_scipys(graph):
     np.testing.assert_array_equal(sd.weak_components(n, chain + 1, chain), np.zeros(n, np.int64))
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.integers(0, n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+def test_grow_components_is_weak_components_of_every_edge(graph):
+    """Growing the components of the first h nodes by the edges that touch the others gives the
+    labels weak_components gives over every edge (LBC's gallop extends each balanced window so),
+    whichever way the edges point."""
+    n, h, edges = graph
+    u = np.array([a for a, _ in edges], dtype=np.int64)
+    v = np.array([b for _, b in edges], dtype=np.int64)
+    inside = (u < h) & (v < h)
+    old = sd.weak_components(h, u[inside], v[inside])
+    np.testing.assert_array_equal(sd.grow_components(old, n - h, u[~inside], v[~inside]),
+                                  sd.weak_components(n, u, v))
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), W=st.integers(1, 9), levels=st.integers(1, 6), m=st.integers(0, 40))
 def test_least_loaded_by_is_one_call_per_level(seed, W, levels, m):

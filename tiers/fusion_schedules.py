@@ -430,16 +430,23 @@ def _lbc_assign(dag, cost, W, slack, nodes=None, sub=None):
     lmax = np.maximum.reduceat(c, lstart[:-1])
     ideal = np.maximum(lcost / W, lmax)
 
-    def split(a, b):
-        """Components of window [a, b) packed into bins: (labels per window position, max bin cost)."""
+    def split(a, b, grown=None):
+        """Components of window [a, b) packed into bins: (labels per window position, max bin cost,
+        the window's end and components, for a later call's `grown`). grown: that of a window
+        [a, a') with a' < b, which this one extends (sparse_dags.grow_components), so that only the
+        edges into levels a'.. are walked: recomputing every window of the gallop from scratch
+        walked the first levels' edges again at every doubling (the power-law ILU(0)'s and IC(0)'s
+        sparse-fusion inspectors 10–16 % faster on the development machine's CPU, the schedules
+        identical; figures/data/lbc_gallop_grow_cpu_2026-12-07.txt)."""
         lo, hi = lstart[a], lstart[b]
-        e0, e1 = np.searchsorted(ev, [lo, hi])
+        h0, old = grown if grown is not None else (lo, np.zeros(0, np.int64))
+        e0, e1 = np.searchsorted(ev, [h0, hi])
         x, y = eu[e0:e1], ev[e0:e1]
         m = x >= lo
-        comp = dags.weak_components(hi - lo, x[m] - lo, y[m] - lo)
+        comp = dags.grow_components(old, hi - h0, x[m] - lo, y[m] - lo)
         ccost = np.bincount(comp, weights=c[lo:hi])
         bins = _pack(ccost, W)
-        return bins[comp], float(np.bincount(bins, weights=ccost).max())
+        return bins[comp], float(np.bincount(bins, weights=ccost).max()), (hi, comp)
 
     out_level = np.empty(len(nodes), dtype=np.int64)
     out_part = np.empty(len(nodes), dtype=np.int64)
@@ -447,15 +454,16 @@ def _lbc_assign(dag, cost, W, slack, nodes=None, sub=None):
     while a < L:
         best = split(a, a + 1)
         width = 1
-        # gallop: double the window while it stays balanced, then bisect the last doubling
+        # gallop: double the window while it stays balanced, then bisect the last doubling; each
+        # try extends the widest window that stayed balanced
         step = 1
         while True:
             step = min(step, L - a - width)
             if step == 0:
                 break
-            labels, mx = split(a, a + width + step)
-            if mx <= (1 + slack) * ideal[a:a + width + step].sum():
-                width, best = width + step, (labels, mx)
+            tried = split(a, a + width + step, best[2])
+            if tried[1] <= (1 + slack) * ideal[a:a + width + step].sum():
+                width, best = width + step, tried
                 step *= 2
             elif step > 1:
                 step //= 2

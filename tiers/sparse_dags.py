@@ -197,6 +197,27 @@ def weak_components(n, u, v) -> np.ndarray:
     return np.cumsum(lab == np.arange(n))[lab] - 1
 
 
+def grow_components(old, n_new, u, v) -> np.ndarray:
+    """weak_components of len(old) + n_new nodes, where `old` holds those of the first len(old)
+    nodes under the edges among them, and u — v are the edges that touch a new node: each old
+    component stands as one node, so the old edges are not walked again. The labels equal
+    weak_components' over every edge: both number components in the order of their first node,
+    and a merged component's first node is its first old component's (every old node precedes
+    every new one)."""
+    old = np.asarray(old, dtype=np.int64)
+    h, k = len(old), int(old.max()) + 1 if len(old) else 0
+
+    def node(x):
+        x = np.asarray(x, dtype=np.int64)
+        out = x - h + k
+        early = x < h
+        out[early] = old[x[early]]
+        return out
+
+    lab = weak_components(k + n_new, node(u), node(v))
+    return np.concatenate((lab[old], lab[k:]))
+
+
 def diag_positions(indptr, indices) -> np.ndarray:
     """Position of entry (i, i) in each row, −1 when it is not stored."""
     n = len(indptr) - 1
