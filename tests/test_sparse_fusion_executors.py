@@ -1807,7 +1807,8 @@ _HOLDING = (("levels", "wavefront"), ("syncfree", "sparse_fusion"), ("dataflow",
             ("dataflow", "sparse_fusion"))
 _LAYOUT_MATRICES = {"arrow": lambda: _arrow_first(24), "banded4": lambda: sm.banded_spd(30, 4, seed=3),
                     "banded10": lambda: sm.banded_spd(30, 10, seed=3),
-                    "arrow32": lambda: _arrow_last(32), "wide64": _wide_row, "hubs": _hubs}
+                    "arrow32": lambda: _arrow_last(32), "wide64": _wide_row, "hubs": _hubs,
+                    "arrow100": lambda: _arrow_last(100)}
 
 
 @pytest.mark.parametrize("name,pair,grid,dtype", HELD_LAYOUTS)
@@ -1836,16 +1837,22 @@ def test_held_pairs_as_grid_or_list_match_t0(name, pair, grid, dtype):
 
 @pytest.mark.parametrize("name,pair", [("poisson2d", "spilu0_sptrsv"), ("poisson3d_27", "spilu0_sptrsv"),
                                        ("poisson3d_27", "spic0_sptrsv"), ("powerlaw_laplacian", "spilu0_sptrsv"),
-                                       ("wide64", "spilu0_sptrsv"), ("hubs", "spic0_sptrsv")])
-def test_step_bits_mark_each_steps_pairs(name, pair):
+                                       ("wide64", "spilu0_sptrsv"), ("hubs", "spic0_sptrsv"),
+                                       ("arrow100", "spilu0_sptrsv"), ("arrow100", "spic0_sptrsv")])
+@pytest.mark.parametrize("chunk", [rows.STEP_BITS_CHUNK, 3])
+def test_step_bits_mark_each_steps_pairs(name, pair, chunk, monkeypatch):
     """Bit j of a step's bits is set exactly where one of its pairs pairs with entry j of the row
     (below 64), the pairs listed in the order of their entries (held_fetch counts bits to find
     them; a list out of that order is refused: test_step_bits_refuse_pairs_out_of_order). The
-    tables carry them where the held rows take a grid, and one unread 0 where they take a list."""
+    tables carry them where the held rows take a grid, and one unread 0 where they take a list.
+    With pieces of 3 pairs a step's pairs straddle the pieces' bounds; arrow100's last row pairs
+    with entries past the 64th, which set no bit."""
+    monkeypatch.setattr(rows, "STEP_BITS_CHUNK", chunk)
     A = _LAYOUT_MATRICES[name]() if name in _LAYOUT_MATRICES else matrix(name, 30, 1)
     t = rows.row_tables(pair, *operands(pair, A))
     bits = rows.step_bits(t.n1, t.ent_ptr, t.ent_val, t.upd_ptr, t.upd_a, t.fac_ptr)
     rows_of = sd.row_ids(t.ent_ptr[:t.n1 + 1].astype(np.int64))
+    far = False
     for e in range(int(t.ent_ptr[t.n1])):
         p = int(t.ent_val[e])
         local = t.upd_a[t.upd_ptr[p]:t.upd_ptr[p + 1]].astype(np.int64) - int(t.fac_ptr[rows_of[e]])
@@ -1854,11 +1861,16 @@ def test_step_bits_mark_each_steps_pairs(name, pair):
         for j in local[local < 64]:
             want |= 1 << int(j)
         assert int(np.uint64(bits[e].astype(np.uint64))) == want, (e, local)
+        far |= bool((local >= 64).any())
+    assert far == (name == "arrow100")
     grid = t.held_shape[0] and rows.grid_layout(t.held_shape)
     assert np.array_equal(t.step_bits, bits) if grid else np.array_equal(t.step_bits, [0])
 
 
-def test_step_bits_refuse_pairs_out_of_order():
+@pytest.mark.parametrize("chunk", [rows.STEP_BITS_CHUNK, 1, 2])
+def test_step_bits_refuse_pairs_out_of_order(chunk, monkeypatch):
+    """Also where the two pairs out of order lie in two pieces (pieces of 1 or 2 pairs)."""
+    monkeypatch.setattr(rows, "STEP_BITS_CHUNK", chunk)
     t = rows.row_tables("spilu0_sptrsv", matrix("poisson3d_27", 30, 1))
     p = t.ent_val[:int(t.ent_ptr[t.n1])].astype(np.int64)
     many = p[np.diff(t.upd_ptr)[p] > 1][0]

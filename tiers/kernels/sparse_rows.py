@@ -59,6 +59,7 @@ AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
 HOLD_SHARE = 0.999
+STEP_BITS_CHUNK = 1 << 20          # factor pairs step_bits takes at a time (its docstring says why)
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
 its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
 same blocks (factor_iterations, t3's _syncfree). Every held step reads an [S, W] grid gathered
@@ -1345,17 +1346,28 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
-    caller has it."""
+    caller has it. The pairs go through in pieces of STEP_BITS_CHUNK, so that each piece's
+    temporaries stay small: over the 27-point grid's 25M pairs at once, the five temporaries of
+    200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take 0.19–0.57 (0.26 s
+    against 0.23 when timed alone; development machine's CPU, its transparent huge pages on
+    madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
     n1 = int(n1)
     p, cnt, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
-    j = upd_a[t] - base[step]
     heads = np.cumsum(cnt) - cnt                             # the pairs come step after step
-    later = np.ones(len(j), dtype=bool)
-    later[heads[cnt > 0]] = False                            # a pair after another of its step
-    if (later[1:] & (j[1:] <= j[:-1])).any():
-        raise AssertionError("a factor step's pairs are not listed in the order of their entries")
-    one = np.where(j < 64, np.left_shift(np.int64(1), np.minimum(j, 63)), 0)
+    first = np.zeros(len(t), dtype=bool)
+    first[heads[cnt > 0]] = True                             # a step's first pair
+    one = np.empty(len(t), dtype=np.int64)
+    before = np.int64(-1)
+    for a in range(0, len(t), STEP_BITS_CHUNK):
+        b = min(len(t), a + STEP_BITS_CHUNK)
+        j = upd_a[t[a:b]] - base[step[a:b]]
+        if ((j <= np.concatenate(([before], j[:-1]))) & ~first[a:b]).any():
+            raise AssertionError("a factor step's pairs are not listed in the order of their entries")
+        before = j[-1]
+        far = j >= 64
+        np.left_shift(1, np.minimum(j, 63, out=j), out=one[a:b])
+        one[a:b][far] = 0
     return dags.segment_reduce(np.bitwise_or, one, cnt, 0)
 
 
