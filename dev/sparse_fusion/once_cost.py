@@ -11,10 +11,9 @@ poisson3d27:64, powerlaw:1000000). The vector is a CUDA float64 one where a GPU 
 CPU one (then with TRITON_INTERPRET=1). Prints one line per case as it goes, so a run cut short
 still says what it reached, and writes {case: [hash, inspector s, prepare s]} at the end (keys
 `case/kind` for kinds other than sparse_fusion; with `--profile` the warm medians follow; `prepare`
-runs the dataflow executor). The hash
-covers the schedule, the row tables and every device table but the blocks' waits (which the factor
-pairs' dataflow plan leaves as placeholders since cfee61f): equal hashes, the same plan.
-(figures/data/once_ab_h200_2026-12-04.txt)
+runs the dataflow executor). The hash covers the schedule, the row tables and every device table
+but the blocks' waits (which the factor pairs' dataflow plan leaves as placeholders since
+cfee61f): equal hashes, the same plan. (figures/data/once_ab_h200_2026-12-04.txt)
 
 `--profile` times each step's first (cold) call, then the median of three more, then one more
 under cProfile, whose top entries by own and by cumulative time go to OUT.txt; the first call is
