@@ -70,8 +70,11 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: nothing for the README's table, now an H100's (2026-12-07); an H200 that comes could measure the
-# whole table again (EXECUTORS=dataflow, cli per matrix, every pair) beside it.
+# Still owed: `tests` with 015c2b7 (step_bits in pieces: the same tables, hashed on the CPU), then
+#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # and poisson3d27:
+#   the one-off columns after c3f7488 (LBC's windows grown) and 015c2b7, measured so far on the development CPU only.
+# The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
+# (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
