@@ -132,6 +132,13 @@ def segment_reduce(ufunc, x, sizes, empty) -> np.ndarray:
     return out
 
 
+def pieces(n, size):
+    """(start, stop) of consecutive pieces of at most `size` that cover 0..n−1: a pass over tens of
+    millions of entries taken a piece at a time keeps its temporaries small (their fresh pages
+    cost more than the work; kernels/sparse_rows.py: step_bits)."""
+    return ((a, min(n, a + size)) for a in range(0, n, size))
+
+
 def range_values(starts, stops) -> np.ndarray:
     """expand_ranges' values alone: where ranges are long, the owners are never made (the
     power-law graph's flat records expand 11M entries whose owners they do not read)."""

@@ -59,7 +59,7 @@ AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
 HOLD_SHARE = 0.999
-STEP_BITS_CHUNK = 1 << 20          # factor pairs step_bits takes at a time (its docstring says why)
+PAIR_CHUNK = 1 << 20               # factor steps' pairs taken at a time (step_bits' docstring says why)
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
 its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
 same blocks (factor_iterations, t3's _syncfree). Every held step reads an [S, W] grid gathered
@@ -1289,7 +1289,8 @@ def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[pairs.p] = True
-    mark[upd_a[pairs.t]] = True
+    for a, b in dags.pieces(len(pairs.t), PAIR_CHUNK):
+        mark[upd_a[pairs.t[a:b]]] = True
     return np.flatnonzero(mark)
 
 
@@ -1304,7 +1305,7 @@ def steps_apart(n1, ent_ptr, ent_val, ent_aux, upd_ptr, upd_a, pairs=None) -> bo
     pivoted = ent_aux[:len(p)] >= 0
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[p[pivoted]] = True
-    return not mark[upd_a[t[pivoted[step]]]].any()
+    return not any(mark[upd_a[t[a:b][pivoted[step[a:b]]]]].any() for a, b in dags.pieces(len(t), PAIR_CHUNK))
 
 
 def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touched=None):
@@ -1346,29 +1347,29 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
-    caller has it. The pairs go through in pieces of STEP_BITS_CHUNK, so that each piece's
-    temporaries stay small: over the 27-point grid's 25M pairs at once, the five temporaries of
-    200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take 0.19–0.57 (0.26 s
-    against 0.23 when timed alone; development machine's CPU, its transparent huge pages on
-    madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
+    caller has it. The steps go through in pieces of about PAIR_CHUNK pairs (whole steps, so that
+    each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
+    temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take
+    0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development machine's CPU,
+    its transparent huge pages on madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
     n1 = int(n1)
     p, cnt, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
-    heads = np.cumsum(cnt) - cnt                             # the pairs come step after step
-    first = np.zeros(len(t), dtype=bool)
-    first[heads[cnt > 0]] = True                             # a step's first pair
-    one = np.empty(len(t), dtype=np.int64)
-    before = np.int64(-1)
-    for a in range(0, len(t), STEP_BITS_CHUNK):
-        b = min(len(t), a + STEP_BITS_CHUNK)
+    heads = np.concatenate(([0], np.cumsum(cnt)))            # the pairs come step after step
+    bits = np.zeros(len(cnt), dtype=np.int64)
+    cuts = np.unique(np.searchsorted(heads, np.arange(0, heads[-1], PAIR_CHUNK)))
+    for s0, s1 in zip(cuts, np.append(cuts[1:], len(cnt))):
+        a, b = heads[s0], heads[s1]
         j = upd_a[t[a:b]] - base[step[a:b]]
-        if ((j <= np.concatenate(([before], j[:-1]))) & ~first[a:b]).any():
+        later = np.ones(b - a, dtype=bool)
+        later[heads[s0:s1][cnt[s0:s1] > 0] - a] = False      # a pair after another of its step
+        if (later[1:] & (j[1:] <= j[:-1])).any():
             raise AssertionError("a factor step's pairs are not listed in the order of their entries")
-        before = j[-1]
         far = j >= 64
-        np.left_shift(1, np.minimum(j, 63, out=j), out=one[a:b])
-        one[a:b][far] = 0
-    return dags.segment_reduce(np.bitwise_or, one, cnt, 0)
+        one = np.left_shift(1, np.minimum(j, 63, out=j))
+        one[far] = 0
+        bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, cnt[s0:s1], 0)
+    return bits
 
 
 def late_steps(n1, ent_ptr, ent_val, factor_indices, level) -> np.ndarray:
