@@ -139,6 +139,17 @@ def pieces(n, size):
     return ((a, min(n, a + size)) for a in range(0, n, size))
 
 
+def whole_pieces(sizes, size):
+    """pieces' form for groups of items (a range's candidates, a step's pairs), sizes[g] items in
+    group g: (first, stop) groups of consecutive pieces that never split a group, covering every
+    group, each ending with the group that reaches the next multiple of `size` items: the groups
+    before a piece's last hold fewer than `size`. One empty piece when there is no group."""
+    ends = np.cumsum(sizes)
+    cuts = np.unique(np.searchsorted(ends, np.arange(size, int(ends[-1]) if len(ends) else 0, size)) + 1)
+    bounds = np.r_[0, cuts[(cuts > 0) & (cuts < len(ends))], len(ends)]
+    return zip(bounds[:-1].tolist(), bounds[1:].tolist())
+
+
 def range_values(starts, stops) -> np.ndarray:
     """expand_ranges' values alone: where ranges are long, the owners are never made (the
     power-law graph's flat records expand 11M entries whose owners they do not read)."""
@@ -277,12 +288,10 @@ def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi
     lo, hi = np.where(walk_a, a_lo, b_lo), np.where(walk_a, a_hi, b_hi)
     other = np.where(walk_a, b_row, a_row)
     P = _lookup(indptr, indices, shape)
-    ends = np.cumsum(np.maximum(hi - lo, 0))
-    total = int(ends[-1]) if ends.size else 0
-    cuts = np.searchsorted(ends, np.arange(COMMON_CHUNK, total, COMMON_CHUNK))
-    out_t, out_a, out_b = (np.empty(total, dtype=np.int64) for _ in range(3))
+    lens = np.maximum(hi - lo, 0)
+    out_t, out_a, out_b = (np.empty(int(lens.sum()), dtype=np.int64) for _ in range(3))
     m = 0
-    for t0, t1 in zip(np.r_[0, cuts], np.r_[cuts, len(lo)]):
+    for t0, t1 in whole_pieces(lens, COMMON_CHUNK):
         t, q = expand_ranges(lo[t0:t1], hi[t0:t1])
         r = _positions(P, other[t0 + t], indices[q])
         keep = np.flatnonzero(r >= 0)

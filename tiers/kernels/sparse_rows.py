@@ -1357,8 +1357,7 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
     heads = np.concatenate(([0], np.cumsum(cnt)))            # the pairs come step after step
     bits = np.zeros(len(cnt), dtype=np.int64)
-    cuts = np.unique(np.searchsorted(heads, np.arange(0, heads[-1], PAIR_CHUNK)))
-    for s0, s1 in zip(cuts, np.append(cuts[1:], len(cnt))):
+    for s0, s1 in dags.whole_pieces(cnt, PAIR_CHUNK):
         a, b = heads[s0], heads[s1]
         j = upd_a[t[a:b]] - base[step[a:b]]
         later = np.ones(b - a, dtype=bool)
