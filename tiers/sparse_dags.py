@@ -142,8 +142,9 @@ def pieces(n, size):
 def whole_pieces(sizes, size):
     """pieces' form for groups of items (a range's candidates, a step's pairs), sizes[g] items in
     group g: (first, stop) groups of consecutive pieces that never split a group, covering every
-    group, each ending with the group that reaches the next multiple of `size` items: the groups
-    before a piece's last hold fewer than `size`. One empty piece when there is no group."""
+    group, each ending with the group that reaches the next multiple of `size` items (the last
+    piece with the last group): a piece holds fewer than `size` items besides its largest group.
+    One empty piece when there is no group."""
     ends = np.cumsum(sizes)
     cuts = np.unique(np.searchsorted(ends, np.arange(size, int(ends[-1]) if len(ends) else 0, size)) + 1)
     bounds = np.r_[0, cuts[(cuts > 0) & (cuts < len(ends))], len(ends)]
