@@ -65,14 +65,13 @@
 # with 6d06f68 (cli_inspector_*), then by hand setup_profile.py twice and an inspector A/B (setup_profile_h100_*,
 # inspector_ab_h100_*); at 10:08 UTC on an H100 (after three calls that found no machine), the README's table
 # afresh with 4f3b4df's package code (EXECUTORS=dataflow; cli poisson2d, poisson3d, poisson3d27, powerlaw, every
-# pair; table_h100_*), then tests with the tree of 9101a0d (1079 and 76).
+# pair; table_h100_*), then tests with the tree of 9101a0d (1079 and 76); at 12:26 UTC on an H100, tests with 2983f30
+# (1100 and 76), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_oneoff_*).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: `tests` with 015c2b7 (step_bits in pieces: the same tables, hashed on the CPU), then
-#   EXECUTORS=dataflow bash dev/sparse_fusion/gpu_next.sh cli powerlaw spilu0_sptrsv,spic0_sptrsv   # and poisson3d27:
-#   the one-off columns after c3f7488 (LBC's windows grown) and 015c2b7, measured so far on the development CPU only.
+# Still owed: nothing from the host-side changes of 2026-12-07.
 # The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
 # (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
