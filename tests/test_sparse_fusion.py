@@ -497,22 +497,24 @@ def test_ilu0_and_ic0_structure_by_brute_force(gen):
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(2, 40), density=st.floats(0.02, 0.4), hubs=st.integers(0, 3), seed=st.integers(0, 2**16),
-       chunk=st.sampled_from([1, 3, 17, sd.COMMON_CHUNK]))
-def test_symbolic_structure_with_hubs_by_brute_force(n, density, hubs, seed, chunk):
+       chunk=st.sampled_from([1, 3, 17, sd.PIECE]), threads=st.sampled_from([1, 3]))
+def test_symbolic_structure_with_hubs_by_brute_force(n, density, hubs, seed, chunk, threads):
     """Random unsymmetric patterns with a few dense rows and columns: the symbolic structures
     walk the shorter of the two rows they intersect (sparse_dags._common_entries), so both a
     short row beside a hub and a hub beside a short row must give every common entry, in order.
-    `chunk`: the candidates per piece (COMMON_CHUNK), small enough here to cut them into many."""
+    `chunk`: the candidates per piece (PIECE), small enough here to cut them into many, which
+    `threads` run side by side (PIECE_THREADS)."""
     rng = np.random.default_rng(seed)
     M = sp.random(n, n, density=density, random_state=seed, format="lil")
     for h in rng.integers(0, n, hubs):
         M[int(h), :] = 1.0
         M[:, int(h)] = 1.0
-    kept, sd.COMMON_CHUNK = sd.COMMON_CHUNK, chunk
+    kept = sd.PIECE, sd.PIECE_THREADS
+    sd.PIECE, sd.PIECE_THREADS = chunk, threads
     try:
         _symbolic_by_brute_force((M + sp.eye(n)).tocsr())
     finally:
-        sd.COMMON_CHUNK = kept
+        sd.PIECE, sd.PIECE_THREADS = kept
 
 
 def test_distinct_is_numpys_unique():

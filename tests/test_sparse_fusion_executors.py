@@ -1645,13 +1645,13 @@ def test_dataflow_fuses_rows_unless_rows_walk(monkeypatch):
     assert t3.fuses_rows("dataflow", "sptrsv_spmv", rows.row_tables(pair, A)) is t3.FUSE_ROWS
 
 
-@pytest.mark.parametrize("chunk", [rows.PAIR_CHUNK, 5])
+@pytest.mark.parametrize("chunk", [sd.PIECE, 5])
 def test_rewritten_entries(chunk, monkeypatch):
     """The factor entries the dataflow executor holds at the sentinel until their row is done are
     exactly those a step rewrites: every other entry of t0's factor is A's value, every step's own
     entry is among them, and the buffers of a call put the sentinel there and nowhere else; the
     same with the pairs taken 5 at a time."""
-    monkeypatch.setattr(rows, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(sd, "PIECE", chunk)
     for pair, A in (("spilu0_sptrsv", matrix("powerlaw_laplacian", 40, 2)), ("spic0_sptrsv", matrix("poisson3d_27", 4, 2))):
         t = rows.row_tables(pair, A)
         at = t.rewritten
@@ -1673,14 +1673,14 @@ def test_rewritten_entries(chunk, monkeypatch):
 @pytest.mark.parametrize("pair", ["spilu0_sptrsv", "spic0_sptrsv"])
 @pytest.mark.parametrize("gen, apart", [("poisson2d", True), ("poisson3d", True), ("poisson3d_27", False),
                                         ("powerlaw_laplacian", False)])
-@pytest.mark.parametrize("chunk", [rows.PAIR_CHUNK, 7])
+@pytest.mark.parametrize("chunk", [sd.PIECE, 7])
 def test_steps_apart(gen, apart, pair, chunk, monkeypatch):
     """RowTables.steps_apart against what it means: where a row's steps are apart, no step reads
     what another step of the row wrote, so t0's factor holds every entry below the diagonal as
     A's value over its pivot (ILU(0): l_ik·u_kk = a_ik; IC(0): l_ij·l_jj = a_ij); where they chain
     (27-point stencil, a graph with triangles) some entry does not. The same with the pairs taken
     7 at a time."""
-    monkeypatch.setattr(rows, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(sd, "PIECE", chunk)
     A = matrix(gen, 64, 2)
     t = rows.row_tables(pair, A)
     assert t.steps_apart == apart
@@ -1845,7 +1845,7 @@ def test_held_pairs_as_grid_or_list_match_t0(name, pair, grid, dtype):
                                        ("poisson3d_27", "spic0_sptrsv"), ("powerlaw_laplacian", "spilu0_sptrsv"),
                                        ("wide64", "spilu0_sptrsv"), ("hubs", "spic0_sptrsv"),
                                        ("arrow100", "spilu0_sptrsv"), ("arrow100", "spic0_sptrsv")])
-@pytest.mark.parametrize("chunk", [rows.PAIR_CHUNK, 3])
+@pytest.mark.parametrize("chunk", [sd.PIECE, 3])
 def test_step_bits_mark_each_steps_pairs(name, pair, chunk, monkeypatch):
     """Bit j of a step's bits is set exactly where one of its pairs pairs with entry j of the row
     (below 64), the pairs listed in the order of their entries (held_fetch counts bits to find
@@ -1853,7 +1853,7 @@ def test_step_bits_mark_each_steps_pairs(name, pair, chunk, monkeypatch):
     tables carry them where the held rows take a grid, and one unread 0 where they take a list.
     With pieces of about 3 pairs, whole steps each, many steps are longer than a piece; arrow100's
     last row pairs with entries past the 64th, which set no bit."""
-    monkeypatch.setattr(rows, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(sd, "PIECE", chunk)
     A = _LAYOUT_MATRICES[name]() if name in _LAYOUT_MATRICES else matrix(name, 30, 1)
     t = rows.row_tables(pair, *operands(pair, A))
     bits = rows.step_bits(t.n1, t.ent_ptr, t.ent_val, t.upd_ptr, t.upd_a, t.fac_ptr)
@@ -1873,10 +1873,10 @@ def test_step_bits_mark_each_steps_pairs(name, pair, chunk, monkeypatch):
     assert np.array_equal(t.step_bits, bits) if grid else np.array_equal(t.step_bits, [0])
 
 
-@pytest.mark.parametrize("chunk", [rows.PAIR_CHUNK, 1, 2])
+@pytest.mark.parametrize("chunk", [sd.PIECE, 1, 2])
 def test_step_bits_refuse_pairs_out_of_order(chunk, monkeypatch):
     """Also with pieces of about 1 or 2 pairs, where the step out of order is longer than a piece."""
-    monkeypatch.setattr(rows, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(sd, "PIECE", chunk)
     t = rows.row_tables("spilu0_sptrsv", matrix("poisson3d_27", 30, 1))
     p = t.ent_val[:int(t.ent_ptr[t.n1])].astype(np.int64)
     many = p[np.diff(t.upd_ptr)[p] > 1][0]

@@ -30,6 +30,8 @@ takes about a second.
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,6 +153,32 @@ def whole_pieces(sizes, size):
     return zip(bounds[:-1].tolist(), bounds[1:].tolist())
 
 
+PIECE = 1 << 20
+"""The items (candidates, pairs) that a long pass over tens of millions takes at a time. A piece's
+temporaries, 8 MiB of int64 and more only by a group that a piece does not split, stay under
+glibc's largest mmap threshold (32 MiB): freed, they go back to the heap and the next piece reuses
+their pages, where larger ones were each mapped afresh and their pages faulted in again. On the
+27-point grid's ILU(0) structure (_common_entries) the fresh pages fell from 3.9 GB with pieces of
+2^22 to 2.0 GB with 2^21 and 1.6 GB with 2^20 (minor faults at 4 KB pages, development machine's
+CPU; figures/data/symbolic_threads_cpu_2026-12-07.txt)."""
+
+PIECE_THREADS = min(8, os.cpu_count() or 1)
+"""Threads that map_pieces runs a long pass's pieces on."""
+
+
+def map_pieces(fn, bounds):
+    """fn(a, b) for each (a, b) in bounds, yielded in order, the pieces run side by side on up to
+    PIECE_THREADS threads: NumPy's passes and SciPy's element lookups release the GIL, so a host
+    with cores to spare (the lent GPU's has 16) takes a long pass in a fraction of the time, with
+    the same result."""
+    bounds = list(bounds)
+    if PIECE_THREADS <= 1 or len(bounds) <= 1:
+        yield from (fn(a, b) for a, b in bounds)
+        return
+    with ThreadPoolExecutor(min(PIECE_THREADS, len(bounds))) as pool:
+        yield from pool.map(lambda ab: fn(*ab), bounds)
+
+
 def range_values(starts, stops) -> np.ndarray:
     """expand_ranges' values alone: where ranges are long, the owners are never made (the
     power-law graph's flat records expand 11M entries whose owners they do not read)."""
@@ -265,9 +293,6 @@ def _positions(P, rows, cols) -> np.ndarray:
     return found
 
 
-COMMON_CHUNK = 1 << 22
-
-
 def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi):
     """For each t: the columns stored both in row a_row[t] at positions a_lo[t]..a_hi[t]−1 and in
     row b_row[t] at b_lo[t]..b_hi[t]−1, where both ranges hold the same interval of columns (e.g.
@@ -277,33 +302,36 @@ def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi
     candidates there for 3M common entries). Returns (t, position in a, position in b), grouped
     by t, columns increasing.
 
-    The candidates go through in pieces of about COMMON_CHUNK (the 27-point grid's ILU(0) makes
-    42M), each piece's results written into arrays sized for every candidate, of which only the
-    found entries' pages are ever touched: arrays of all the candidates at once took fresh pages
-    from the OS for every temporary, and the pieces' results then copied into their concatenation
-    again. The 27-point ILU(0)'s symbolic structure: 6.5 s before either, 1.9 s with both (2.1 s
-    with the pieces concatenated; medians of three processes, development machine's CPU, numpy
-    2.4.6, figures/data/symbolic_pieces_cpu_2026-12-04.txt; with expand_ranges' running sum
-    alone, 2.8 s in an earlier round)."""
+    The candidates go through in pieces of about PIECE (the 27-point grid's ILU(0) makes 42M), run
+    side by side (map_pieces); each piece's results are copied, in order, into arrays sized for
+    every candidate, of which only the found entries' pages are ever touched. The 27-point
+    ILU(0)'s symbolic structure: 6.5 s with all the candidates at once, 1.9 s with pieces of 2^22
+    (medians of three processes, development machine's CPU, numpy 2.4.6,
+    figures/data/symbolic_pieces_cpu_2026-12-04.txt). On 2026-12-07 the same code took 4.24 s
+    there, most of it system time, and pieces of 2^20 on two threads 1.54 s; `prepare` on the
+    lent H100's host (8 threads) went from 5.27 to 3.88 s
+    (figures/data/symbolic_threads_cpu_2026-12-07.txt, once_ab_threads_h100_2026-12-07.txt)."""
     walk_a = (a_hi - a_lo) <= (b_hi - b_lo)
     lo, hi = np.where(walk_a, a_lo, b_lo), np.where(walk_a, a_hi, b_hi)
     other = np.where(walk_a, b_row, a_row)
     P = _lookup(indptr, indices, shape)
     lens = np.maximum(hi - lo, 0)
-    out_t, out_a, out_b = (np.empty(int(lens.sum()), dtype=np.int64) for _ in range(3))
-    m = 0
-    for t0, t1 in whole_pieces(lens, COMMON_CHUNK):
+
+    def piece(t0, t1):
         t, q = expand_ranges(lo[t0:t1], hi[t0:t1])
         r = _positions(P, other[t0 + t], indices[q])
         keep = np.flatnonzero(r >= 0)
         t, q, r = t[keep] + t0, q[keep], r[keep]
         wa = walk_a[t]
-        end = m + len(t)
-        out_t[m:end] = t
-        np.copyto(out_a[m:end], np.where(wa, q, r))
-        np.copyto(out_b[m:end], np.where(wa, r, q))
-        m = end
-    return out_t[:m], out_a[:m], out_b[:m]
+        return t, np.where(wa, q, r), np.where(wa, r, q)
+
+    out = [np.empty(int(lens.sum()), dtype=np.int64) for _ in range(3)]
+    m = 0
+    for found in map_pieces(piece, whole_pieces(lens, PIECE)):
+        for o, f in zip(out, found):
+            o[m:m + len(f)] = f
+        m += len(found[0])
+    return tuple(o[:m] for o in out)
 
 
 # ---------------------------------------------------------------- DAGs
@@ -642,13 +670,23 @@ def ic0_symbolic(A) -> IC0Structure:
     i, j = rows[off], ix[off]
     # (i, k), k < j: positions ip[i].. of row i before (i, j);  (j, k), k < j: row j before its diagonal
     t, left_off, right_off = _common_entries(ip, ix, T.shape, i, ip[i], off, j, ip[j], diag[j])
-    p_off = off[t]
     owner_d, q_d = expand_ranges(ip[:-1], diag)                  # the diagonal: (i, k), k < i
-    p_d = diag[owner_d]
-    p_all = np.concatenate([p_off, p_d])
-    order = np.argsort(p_all, kind="stable")                     # group by entry, k increasing
-    left = np.concatenate([left_off, q_d])[order]
-    right = np.concatenate([right_off, q_d])[order]
+    # Row r's pairs are its off-diagonal entries' pairs, then its diagonal's (a row's last entry),
+    # each list already in entry order, k increasing: a pair's place is its place in its own list
+    # plus the other list's pairs of the rows before r (and of row r, for a diagonal pair). No
+    # sort and no concatenation, whose temporaries' fresh pages cost more than the merge.
+    n_d = diag - ip[:-1]                                         # each row's diagonal pairs
+    row_off = i[t]
+    place_off = np.arange(len(t), dtype=np.int64)
+    place_off += (np.cumsum(n_d) - n_d)[row_off]
+    place_d = np.arange(len(q_d), dtype=np.int64)
+    place_d += np.cumsum(np.bincount(row_off, minlength=n))[owner_d]
+    left, right = (np.empty(len(t) + len(q_d), dtype=np.int64) for _ in range(2))
+    left[place_off], left[place_d] = left_off, q_d
+    right[place_off], right[place_d] = right_off, q_d
+    count = np.zeros(len(ix), dtype=np.int64)
+    count[off] = np.bincount(t, minlength=len(off))
+    count[diag] = n_d
     pair_ptr = np.zeros(len(ix) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(p_all, minlength=len(ix)), out=pair_ptr[1:])
+    np.cumsum(count, out=pair_ptr[1:])
     return IC0Structure(n, ip, ix, diag, pair_ptr, left, right)

@@ -66,7 +66,9 @@
 # inspector_ab_h100_*); at 10:08 UTC on an H100 (after three calls that found no machine), the README's table
 # afresh with 4f3b4df's package code (EXECUTORS=dataflow; cli poisson2d, poisson3d, poisson3d27, powerlaw, every
 # pair; table_h100_*), then tests with the tree of 9101a0d (1079 and 76); at 12:26 UTC on an H100, tests with 2983f30
-# (1100 and 76), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_oneoff_*).
+# (1100 and 76), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_oneoff_*); at
+# 13:08 UTC on an H100, by hand, once_cost.py's A/B of the symbolic structures on threads (once_ab_threads_h100_*),
+# then tests with it (1100 and 76).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped

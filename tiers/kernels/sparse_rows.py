@@ -59,7 +59,6 @@ AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
 HELD_WIDTH = 64                  # factor rows holding at most this many entries may be held (held_fetch)
 HOLD_SHARE = 0.999
-PAIR_CHUNK = 1 << 20               # factor steps' pairs taken at a time (step_bits' docstring says why)
 """The held shape (W, S, C) is the smallest that covers this share of the factor rows in each of
 its three sizes (entries held, steps, pairs of a step); rows outside it walk in memory, in the
 same blocks (factor_iterations, t3's _syncfree). Every held step reads an [S, W] grid gathered
@@ -1289,7 +1288,7 @@ def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[pairs.p] = True
-    for a, b in dags.pieces(len(pairs.t), PAIR_CHUNK):
+    for a, b in dags.pieces(len(pairs.t), dags.PIECE):
         mark[upd_a[pairs.t[a:b]]] = True
     return np.flatnonzero(mark)
 
@@ -1305,7 +1304,7 @@ def steps_apart(n1, ent_ptr, ent_val, ent_aux, upd_ptr, upd_a, pairs=None) -> bo
     pivoted = ent_aux[:len(p)] >= 0
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[p[pivoted]] = True
-    return not any(mark[upd_a[t[a:b][pivoted[step[a:b]]]]].any() for a, b in dags.pieces(len(t), PAIR_CHUNK))
+    return not any(mark[upd_a[t[a:b][pivoted[step[a:b]]]]].any() for a, b in dags.pieces(len(t), dags.PIECE))
 
 
 def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touched=None):
@@ -1347,7 +1346,7 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
-    caller has it. The steps go through in pieces of about PAIR_CHUNK pairs (whole steps, so that
+    caller has it. The steps go through in pieces of about dags.PIECE pairs (whole steps, so that
     each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
     temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take
     0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development machine's CPU,
@@ -1357,7 +1356,7 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
     heads = np.concatenate(([0], np.cumsum(cnt)))            # the pairs come step after step
     bits = np.zeros(len(cnt), dtype=np.int64)
-    for s0, s1 in dags.whole_pieces(cnt, PAIR_CHUNK):
+    for s0, s1 in dags.whole_pieces(cnt, dags.PIECE):
         a, b = heads[s0], heads[s1]
         j = upd_a[t[a:b]] - base[step[a:b]]
         later = np.ones(b - a, dtype=bool)
