@@ -632,9 +632,10 @@ def ilu0_symbolic(A) -> ILU0Structure:
     i, k = rows[lower], ix[lower]
     # targets (i, j), j > k: row i after (i, k);  sources (k, j), j > k: row k after its diagonal
     t, tgt, src = _common_entries(ip, ix, A.shape, i, lower + 1, ip[i + 1], k, diag[k] + 1, ip[k + 1])
-    p = lower[t]
+    count = np.zeros(len(ix), dtype=np.int64)                    # pairs of each entry (i, k), by t
+    count[lower] = np.bincount(t, minlength=len(lower))
     upd_ptr = np.zeros(len(ix) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(p, minlength=len(ix)), out=upd_ptr[1:])
+    np.cumsum(count, out=upd_ptr[1:])
     return ILU0Structure(n, ip, ix, diag, upd_ptr, tgt, src)
 
 
