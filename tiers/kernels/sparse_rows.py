@@ -1346,8 +1346,8 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
-    caller has it. The steps go through in pieces of about dags.PIECE pairs (whole steps, so that
-    each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
+    caller has it. The steps go through in pieces of about dags.PIECE pairs, on threads
+    (dags.map_pieces; whole steps, so that each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
     temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take
     0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development machine's CPU,
     its transparent huge pages on madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
@@ -1356,7 +1356,8 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
     heads = np.concatenate(([0], np.cumsum(cnt)))            # the pairs come step after step
     bits = np.zeros(len(cnt), dtype=np.int64)
-    for s0, s1 in dags.whole_pieces(cnt, dags.PIECE):
+
+    def piece(s0, s1):                                       # writes only bits[s0:s1]: pieces run side by side
         a, b = heads[s0], heads[s1]
         j = upd_a[t[a:b]] - base[step[a:b]]
         later = np.ones(b - a, dtype=bool)
@@ -1367,6 +1368,9 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
         one = np.left_shift(1, np.minimum(j, 63, out=j))
         one[far] = 0
         bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, cnt[s0:s1], 0)
+
+    for _ in dags.map_pieces(piece, dags.whole_pieces(cnt, dags.PIECE)):
+        pass
     return bits
 
 
