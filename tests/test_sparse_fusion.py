@@ -579,6 +579,30 @@ def test_stable_order_is_numpys_stable_argsort():
         np.testing.assert_array_equal(sd.stable_order(keys), np.argsort(keys, kind="stable"))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_map_pieces_in_order_raising_and_stopping(threads, monkeypatch):
+    """map_pieces yields fn's results in the pieces' order whatever the threads; an exception in a
+    piece reaches the caller; a caller that stops early leaves the pieces not yet started unrun."""
+    monkeypatch.setattr(sd, "PIECE_THREADS", threads)
+    bounds = [(a, a + 2) for a in range(0, 40, 2)]
+    assert list(sd.map_pieces(lambda a, b: (a, b), bounds)) == bounds
+
+    def bad(a, b):
+        if a == 10:
+            raise ValueError("piece 10")
+        return a
+    with pytest.raises(ValueError, match="piece 10"):
+        list(sd.map_pieces(bad, bounds))
+    ran = []
+
+    def slow(a, b):
+        ran.append(a)
+        time.sleep(0.01)
+        return a == 0
+    assert any(sd.map_pieces(slow, bounds * 20))
+    assert len(ran) < 100
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 40).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))

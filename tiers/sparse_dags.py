@@ -175,8 +175,11 @@ def map_pieces(fn, bounds):
     if PIECE_THREADS <= 1 or len(bounds) <= 1:
         yield from (fn(a, b) for a, b in bounds)
         return
-    with ThreadPoolExecutor(min(PIECE_THREADS, len(bounds))) as pool:
+    pool = ThreadPoolExecutor(min(PIECE_THREADS, len(bounds)))
+    try:
         yield from pool.map(lambda ab: fn(*ab), bounds)
+    finally:                             # a caller that stops early (any()) starts no more pieces
+        pool.shutdown(cancel_futures=True)
 
 
 def range_values(starts, stops) -> np.ndarray:

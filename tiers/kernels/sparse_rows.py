@@ -1265,20 +1265,30 @@ def _factor(S, factor):
 
 
 class StepPairs(NamedTuple):
-    """The factor rows' steps (entries e < ent_ptr[n1]) and their pairs (step_pairs)."""
+    """The factor rows' steps (entries e < ent_ptr[n1]) and where their pairs lie (step_pairs)."""
     p: np.ndarray          # [steps] each step's VAL position
-    count: np.ndarray      # [steps] its pairs
-    step: np.ndarray       # [pairs] every pair of every step, step after step: its step e
-    t: np.ndarray          # [pairs] and its index into upd_a / upd_b
+    count: np.ndarray      # [steps] its pairs: upd_ptr[p]..upd_ptr[p + 1] − 1 index upd_a / upd_b
+    first: np.ndarray      # [steps] upd_ptr[p]
 
 
 def step_pairs(n1, ent_ptr, ent_val, upd_ptr) -> StepPairs:
-    """The one expansion of the factor steps' pairs that rewritten, held_spans, step_bits and
-    steps_apart share (each took about 0.35 s on the 27-point grid's 25M pairs when each expanded
-    them itself)."""
+    """The factor steps that rewritten, held_spans, step_bits and steps_apart share; pair_pieces
+    lists their pairs a piece at a time."""
     p = ent_val[:int(ent_ptr[int(n1)])].astype(np.int64)
-    step, t = dags.expand_ranges(upd_ptr[p], upd_ptr[p + 1])
-    return StepPairs(p, (upd_ptr[p + 1] - upd_ptr[p]).astype(np.int64), step, t)
+    first = upd_ptr[p].astype(np.int64)
+    return StepPairs(p, upd_ptr[p + 1] - first, first)
+
+
+def pair_pieces(pairs: StepPairs, fn):
+    """fn(s0, s1, step, t) for pieces of whole steps s0..s1−1 of about dags.PIECE pairs, yielded in
+    order, the pieces side by side on threads (dags.map_pieces): each pair of those steps, step
+    after step, as its step's offset from s0 and its index t into upd_a / upd_b. The 27-point
+    grid's ILU(0) has 25M pairs, whose two arrays at once (400 MB, with the expansion's
+    temporaries 800 MB of fresh pages) each consumer only ever read a piece at a time."""
+    def piece(s0, s1):
+        step, t = dags.expand_ranges(pairs.first[s0:s1], pairs.first[s0:s1] + pairs.count[s0:s1])
+        return fn(s0, s1, step, t)
+    return dags.map_pieces(piece, dags.whole_pieces(pairs.count, dags.PIECE))
 
 
 def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
@@ -1288,8 +1298,12 @@ def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
     mark[pairs.p] = True
-    for a, b in dags.pieces(len(pairs.t), dags.PIECE):
-        mark[upd_a[pairs.t[a:b]]] = True
+
+    def piece(s0, s1, step, t):          # threads may set one entry at once: both write True
+        mark[upd_a[t]] = True
+
+    for _ in pair_pieces(pairs, piece):
+        pass
     return np.flatnonzero(mark)
 
 
@@ -1300,11 +1314,11 @@ def steps_apart(n1, ent_ptr, ent_val, ent_aux, upd_ptr, upd_a, pairs=None) -> bo
     takes). True on the 5- and 7-point grids, whose lower neighbours are never neighbours of each
     other; False with a 27-point stencil (a row's 13 steps form chains 7 long) and on graphs with
     triangles."""
-    p, _, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
-    pivoted = ent_aux[:len(p)] >= 0
+    pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    pivoted = ent_aux[:len(pairs.p)] >= 0
     mark = np.zeros(len(upd_ptr) - 1, dtype=bool)
-    mark[p[pivoted]] = True
-    return not any(mark[upd_a[t[a:b][pivoted[step[a:b]]]]].any() for a, b in dags.pieces(len(t), dags.PIECE))
+    mark[pairs.p[pivoted]] = True
+    return not any(pair_pieces(pairs, lambda s0, s1, step, t: mark[upd_a[t[pivoted[s0 + step]]]].any()))
 
 
 def held_spans(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None, touched=None):
@@ -1346,30 +1360,29 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     first 64 entries only, which every held row's are (HELD_WIDTH). held_fetch counts the set
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
-    caller has it. The steps go through in pieces of about dags.PIECE pairs, on threads
-    (dags.map_pieces; whole steps, so that each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
+    caller has it. The steps go through in pieces of about dags.PIECE pairs (pair_pieces: whole
+    steps, so that each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
     temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take
     0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development machine's CPU,
     its transparent huge pages on madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
     n1 = int(n1)
-    p, cnt, step, t = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
+    cnt = pairs.count
     base = fac_ptr[dags.row_ids(ent_ptr[:n1 + 1].astype(np.int64))].astype(np.int64)   # per step
-    heads = np.concatenate(([0], np.cumsum(cnt)))            # the pairs come step after step
     bits = np.zeros(len(cnt), dtype=np.int64)
-
-    def piece(s0, s1):                                       # writes only bits[s0:s1]: pieces run side by side
-        a, b = heads[s0], heads[s1]
-        j = upd_a[t[a:b]] - base[step[a:b]]
-        later = np.ones(b - a, dtype=bool)
-        later[heads[s0:s1][cnt[s0:s1] > 0] - a] = False      # a pair after another of its step
+    def piece(s0, s1, step, t):          # writes only bits[s0:s1]
+        j = upd_a[t] - base[s0 + step]
+        later = np.ones(len(t), dtype=bool)
+        c = cnt[s0:s1]
+        later[(np.cumsum(c) - c)[c > 0]] = False              # a pair after another of its step
         if (later[1:] & (j[1:] <= j[:-1])).any():
             raise AssertionError("a factor step's pairs are not listed in the order of their entries")
         far = j >= 64
         one = np.left_shift(1, np.minimum(j, 63, out=j))
         one[far] = 0
-        bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, cnt[s0:s1], 0)
+        bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, c, 0)
 
-    for _ in dags.map_pieces(piece, dags.whole_pieces(cnt, dags.PIECE)):
+    for _ in pair_pieces(pairs, piece):
         pass
     return bits
 
