@@ -162,8 +162,9 @@ their pages, where larger ones were each mapped afresh and their pages faulted i
 2^22 to 2.0 GB with 2^21 and 1.6 GB with 2^20 (minor faults at 4 KB pages, development machine's
 CPU; figures/data/symbolic_threads_cpu_2026-12-07.txt)."""
 
-PIECE_THREADS = min(8, os.cpu_count() or 1)
-"""Threads that map_pieces runs a long pass's pieces on."""
+PIECE_THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Threads that map_pieces runs a long pass's pieces on: at most 8, and no more than the CPUs this
+process may run on."""
 
 
 def map_pieces(fn, bounds):

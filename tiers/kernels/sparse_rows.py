@@ -1283,8 +1283,8 @@ def pair_pieces(pairs: StepPairs, fn):
     """fn(s0, s1, step, t) for pieces of whole steps s0..s1−1 of about dags.PIECE pairs, yielded in
     order, the pieces side by side on threads (dags.map_pieces): each pair of those steps, step
     after step, as its step's offset from s0 and its index t into upd_a / upd_b. The 27-point
-    grid's ILU(0) has 25M pairs, whose two arrays at once (400 MB, with the expansion's
-    temporaries 800 MB of fresh pages) each consumer only ever read a piece at a time."""
+    grid's ILU(0) has 25M pairs: expanded at once, as before, their two arrays took 400 MB and
+    614 MB of fresh pages in all, which each consumer only ever read a piece at a time."""
     def piece(s0, s1):
         step, t = dags.expand_ranges(pairs.first[s0:s1], pairs.first[s0:s1] + pairs.count[s0:s1])
         return fn(s0, s1, step, t)
@@ -1361,10 +1361,12 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     bits below j to find entry j's pair, so a step's pairs must be listed in the order of their
     entries (tiers/sparse_dags.py lists them so; checked here). pairs: step_pairs' result, if the
     caller has it. The steps go through in pieces of about dags.PIECE pairs (pair_pieces: whole
-    steps, so that each piece's bits are reduced in it): over the 27-point grid's 25M pairs at once, the five
-    temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the pieces take
-    0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development machine's CPU,
-    its transparent huge pages on madvise; figures/data/step_bits_pieces_cpu_2026-12-07.txt)."""
+    steps, so that each piece's bits are reduced in it): over the 27-point grid's 25M pairs at
+    once, the five temporaries of 200 MB took 0.55–1.4 s inside a first `row_tables`, where the
+    pieces take 0.20–0.35 (all at once took 0.26 s when timed alone on warm pages; development
+    machine's CPU, its transparent huge pages on madvise;
+    figures/data/step_bits_pieces_cpu_2026-12-07.txt), and 0.12–0.15 on two threads
+    (step_bits_threads_cpu_2026-12-07.txt)."""
     n1 = int(n1)
     pairs = pairs if pairs is not None else step_pairs(n1, ent_ptr, ent_val, upd_ptr)
     cnt = pairs.count
