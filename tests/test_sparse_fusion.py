@@ -346,10 +346,12 @@ def test_dag_from_edges_and_levels_by_brute_force(n, edges, runs, seed):
 @settings(max_examples=60, deadline=None)
 @given(n1=st.integers(1, 20), n2=st.integers(1, 20), e1=st.integers(0, 60), e2=st.integers(0, 60),
        inter=st.integers(0, 60), form=st.sampled_from(["sorted", "shuffled", "repeated"]), seed=st.integers(0, 2**16))
+@example(n1=5, n2=6, e1=8, e2=0, inter=12, form="sorted", seed=1)   # kernel 2 without edges (an SpMV)
 def test_joint_from_is_dag_from_edges(n1, n2, e1, e2, inter, form, seed):
     """joint_from places the kernel-2 rows' edges without a sort where the inter-kernel edges come
-    grouped by row with increasing sources, as every pair's do, and sorts otherwise (shuffled, an
-    edge repeated): the DAG dag_from_edges makes of the concatenation, either way."""
+    grouped by row with increasing sources, as every pair's do (kernel 2's rows holding them alone
+    where it has no edges), and sorts otherwise (shuffled, an edge repeated): the DAG
+    dag_from_edges makes of the concatenation, either way."""
     rng = np.random.default_rng(seed)
 
     def kernel(n, e):

@@ -449,17 +449,17 @@ def joint_dag(pair: str, *matrices) -> DAG:
 
 def joint_from(g1: DAG, g2: DAG, inter) -> DAG:
     """joint_dag from what kernel_dags returns, for a caller that needs the kernels' DAGs too.
-    Where kernel 2 has edges of its own and the inter-kernel edges come grouped by row with
-    increasing sources (every pair's do), each kernel-2 row's edges from kernel 1 are placed
-    before its own, which is dag_from_edges' order, without sorting the concatenation (its stable
-    sort merged the two runs; the power-law ILU(0)'s sparse-fusion inspector took 2.44 s against
-    2.00 with this, medians of three processes on the development machine's CPU,
-    figures/data/inspector_merge_cpu_2026-12-07.txt; the GPU machine's 16-core CPU showed no
-    change, docs/sparse_fusion_log.md). Otherwise the concatenation, which is then
-    sorted already or needs the sort."""
+    Where the inter-kernel edges come grouped by row with increasing sources (every pair's do),
+    each kernel-2 row's edges from kernel 1 are placed before its own, which is dag_from_edges'
+    order, without sorting the concatenation (its stable sort merged the two runs; the power-law
+    ILU(0)'s sparse-fusion inspector took 2.44 s against 2.00 with this, medians of three
+    processes on the development machine's CPU, figures/data/inspector_merge_cpu_2026-12-07.txt;
+    the GPU machine's 16-core CPU showed no change, docs/sparse_fusion_log.md), and without the
+    concatenation at all where kernel 2 has no edges (an SpMV second: its 7M sources, targets and
+    keys on the power-law graph were 320 MB of fresh pages). Otherwise the concatenation, sorted."""
     u, i = (np.asarray(x, np.int64) for x in inter)
     n1, n2 = g1.n1, g2.n1
-    if g2.edges == 0 or (u.size and not (i[1:] * n1 + u[1:] > i[:-1] * n1 + u[:-1]).all()):
+    if u.size and not ((i[1:] > i[:-1]) | ((i[1:] == i[:-1]) & (u[1:] > u[:-1]))).all():
         u1, v1 = g1.sources()
         u2, v2 = g2.sources()
         return dag_from_edges(np.concatenate([u1, u2 + n1, u]), np.concatenate([v1, v2 + n1, i + n1]), n1, n2)
@@ -468,6 +468,8 @@ def joint_from(g1: DAG, g2: DAG, inter) -> DAG:
     ptr[:n1 + 1] = g1.ptr
     np.cumsum(into + np.diff(g2.ptr), out=ptr[n1 + 1:])
     ptr[n1 + 1:] += g1.ptr[-1]
+    if g2.edges == 0:                                      # kernel 2's rows hold their inter edges alone
+        return DAG(ptr, np.concatenate([g1.idx, u]), n1, n2)
     idx = np.empty(int(ptr[-1]), dtype=np.int64)
     idx[:g1.edges] = g1.idx
     firsts = np.cumsum(into) - into                        # each kernel-2 row's first inter edge
