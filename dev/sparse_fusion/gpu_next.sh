@@ -73,7 +73,9 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: nothing from the host-side changes of 2026-12-07.
+# Still owed: `tests`, then EXECUTORS=dataflow cli poisson3d27 and cli powerlaw spilu0_sptrsv,spic0_sptrsv, with the
+#   host-side changes after 008e828 (3272447, 934b4ea, 23bd91e, 826f81e, abf448f: the step pairs in pieces, joint_from
+#   without the concatenation; every table and schedule hashed identical on the CPU): the payoff columns after them.
 # The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
 # (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
