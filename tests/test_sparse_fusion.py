@@ -624,7 +624,7 @@ def test_weak_components_are_scipys(graph):
 @settings(max_examples=200, deadline=None)
 @given(sizes=st.lists(st.integers(0, 12), max_size=40), size=st.integers(1, 20))
 def test_whole_pieces_cover_the_groups_in_order_unsplit(sizes, size):
-    """The pieces that _common_entries and step_bits walk: every group once, in order, none split;
+    """The pieces that _common_entries and pair_pieces walk: every group once, in order, none split;
     a piece holds fewer than `size` items besides its largest group (empty groups at the end
     included); one empty piece for no groups."""
     got = list(sd.whole_pieces(np.array(sizes, dtype=np.int64), size))

@@ -432,21 +432,22 @@ def _lbc_assign(dag, cost, W, slack, nodes=None, sub=None):
 
     def split(a, b, grown=None):
         """Components of window [a, b) packed into bins: (labels per window position, max bin cost,
-        the window's end and components, for a later call's `grown`). grown: that of a window
-        [a, a') with a' < b, which this one extends (sparse_dags.grow_components), so that only the
+        the window's components, for a later call's `grown`). grown: those of a window [a, a')
+        with a' < b, which this one extends (sparse_dags.grow_components), so that only the
         edges into levels a'.. are walked: recomputing every window of the gallop from scratch
         walked the first levels' edges again at every doubling (the power-law ILU(0)'s and IC(0)'s
         sparse-fusion inspectors 10–16 % faster on the development machine's CPU, the schedules
         identical; figures/data/lbc_gallop_grow_cpu_2026-12-07.txt)."""
         lo, hi = lstart[a], lstart[b]
-        h0, old = grown if grown is not None else (lo, np.zeros(0, np.int64))
+        old = grown if grown is not None else np.zeros(0, np.int64)
+        h0 = lo + len(old)                   # the grown window's end: its components cover it
         e0, e1 = np.searchsorted(ev, [h0, hi])
         x, y = eu[e0:e1], ev[e0:e1]
         m = x >= lo
         comp = dags.grow_components(old, hi - h0, x[m] - lo, y[m] - lo)
         ccost = np.bincount(comp, weights=c[lo:hi])
         bins = _pack(ccost, W)
-        return bins[comp], float(np.bincount(bins, weights=ccost).max()), (hi, comp)
+        return bins[comp], float(np.bincount(bins, weights=ccost).max()), comp
 
     out_level = np.empty(len(nodes), dtype=np.int64)
     out_part = np.empty(len(nodes), dtype=np.int64)

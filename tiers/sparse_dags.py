@@ -134,21 +134,15 @@ def segment_reduce(ufunc, x, sizes, empty) -> np.ndarray:
     return out
 
 
-def pieces(n, size):
-    """(start, stop) of consecutive pieces of at most `size` that cover 0..n−1: a pass over tens of
-    millions of entries taken a piece at a time keeps its temporaries small (their fresh pages
-    cost more than the work; kernels/sparse_rows.py: step_bits)."""
-    return ((a, min(n, a + size)) for a in range(0, n, size))
-
-
 def whole_pieces(sizes, size):
-    """pieces' form for groups of items (a range's candidates, a step's pairs), sizes[g] items in
-    group g: (first, stop) groups of consecutive pieces that never split a group, covering every
-    group, each ending with the group that reaches the next multiple of `size` items (the last
-    piece with the last group): a piece holds fewer than `size` items besides its largest group.
-    One empty piece when there is no group."""
+    """A long pass over groups of items (a range's candidates, a step's pairs), sizes[g] items in
+    group g, cut into pieces that keep its temporaries small (PIECE says why): (first, stop)
+    groups of consecutive pieces that never split a group, covering every group, each ending with
+    the group that reaches the next multiple of `size` items (the last piece with the last
+    group), so a piece holds fewer than `size` items besides its largest group. One empty piece
+    when there is no group."""
     ends = np.cumsum(sizes)
-    cuts = np.unique(np.searchsorted(ends, np.arange(size, int(ends[-1]) if len(ends) else 0, size)) + 1)
+    cuts = distinct(np.searchsorted(ends, np.arange(size, int(ends[-1]) if len(ends) else 0, size)) + 1)
     bounds = np.r_[0, cuts[(cuts > 0) & (cuts < len(ends))], len(ends)]
     return zip(bounds[:-1].tolist(), bounds[1:].tolist())
 
