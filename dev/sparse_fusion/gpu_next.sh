@@ -68,14 +68,13 @@
 # pair; table_h100_*), then tests with the tree of 9101a0d (1079 and 76); at 12:26 UTC on an H100, tests with 2983f30
 # (1100 and 76), cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_oneoff_*); at
 # 13:08 UTC on an H100, by hand, once_cost.py's A/B of the symbolic structures on threads (once_ab_threads_h100_*),
-# then tests with it (1100 and 76).
+# then tests with it (1100 and 76); at 14:57 UTC on an H100, tests with 1a94881 (1100 and 76) and cli powerlaw and cli
+# poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_steps_*): the payoff columns after the step pairs in
+# pieces.
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: `tests`, then EXECUTORS=dataflow cli poisson3d27 and cli powerlaw spilu0_sptrsv,spic0_sptrsv, with the
-#   host-side changes after 008e828 (3272447, 934b4ea, 23bd91e, 826f81e, abf448f: the step pairs in pieces, joint_from
-#   without the concatenation; every table and schedule hashed identical on the CPU): the payoff columns after them.
 # The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
 # (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
