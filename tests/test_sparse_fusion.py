@@ -316,8 +316,8 @@ def test_joint_dag_and_levels_by_brute_force(gen, pair):
 def test_dag_from_edges_and_levels_by_brute_force(n, edges, runs, seed):
     """dag_from_edges groups the edges by v, each group sorted by u, whatever order they come in:
     shuffled, sorted (no sort then) or in a few sorted runs (a stable sort merges them), repeated
-    edges kept; and wavefront_levels gives the longest path from a source, an edge listed twice
-    counting as the one dependence it is."""
+    edges kept (dag_of_distinct_edges: once, the same groups otherwise); and wavefront_levels gives
+    the longest path from a source, an edge listed twice counting as the one dependence it is."""
     rng = np.random.default_rng(seed)
     v = rng.integers(0, n, edges)
     u = rng.integers(0, n, edges) % np.maximum(v, 1)      # u < v: acyclic
@@ -333,7 +333,11 @@ def test_dag_from_edges_and_levels_by_brute_force(n, edges, runs, seed):
     want = sorted(zip(v.tolist(), u.tolist()))
     got = [(x, int(w)) for x in range(n) for w in dag.idx[dag.ptr[x]:dag.ptr[x + 1]]]
     assert got == want
+    once = sd.dag_of_distinct_edges(u, v, n)
+    assert [(x, int(w)) for x in range(n) for w in once.idx[once.ptr[x]:once.ptr[x + 1]]] == sorted(set(want))
+    assert once.n1 == n and once.idx.dtype == once.ptr.dtype == np.int64
     level = sd.wavefront_levels(dag)
+    assert np.array_equal(sd.wavefront_levels(once), level)
     deps = {x: set() for x in range(n)}
     for a, b in zip(u.tolist(), v.tolist()):
         deps[b].add(a)

@@ -128,7 +128,9 @@ def _ticket_graph(schedule, mats, merged=False):
     """(DAG, wavefront levels, costs, listed) that the tickets are keyed on, cached per schedule:
     the joint DAG, or with `merged` the joint DAG with each solve row that fused_rows fuses
     merged into its factor row — a merged solve row is not listed and keeps no edge, a fused row
-    costs both rows. Without fused rows the two are the same."""
+    costs both rows, and an edge named twice (solve row j → solve row i, both fused, is factor
+    row j → factor row i) is kept once, which changes no level, order or block. Without fused
+    rows the two are the same."""
     fuse = fused_rows(schedule, mats) if merged else None
     if merged and (fuse is None or not (fuse >= 0).any()):
         return _ticket_graph(schedule, mats)
@@ -143,7 +145,7 @@ def _ticket_graph(schedule, mats, merged=False):
         rep[fuse[heads]] = heads
         u, v = (rep[x] for x in dag.sources())
         keep = u != v
-        fused_dag = dags.dag_from_edges(u[keep], v[keep], dag.n1, dag.n2)
+        fused_dag = dags.dag_of_distinct_edges(u[keep], v[keep], dag.n1, dag.n2)
         cost = cost.copy()
         cost[heads] += cost[fuse[heads]]
         return fused_dag, dags.wavefront_levels(fused_dag), cost, rep == np.arange(dag.n)
