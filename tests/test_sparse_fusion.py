@@ -494,6 +494,14 @@ def _symbolic_by_brute_force(A):
         got = list(zip(c.pair_left[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist(),
                        c.pair_right[c.pair_ptr[p]:c.pair_ptr[p + 1]].tolist()))
         assert got == want, (i, j)
+    for lists in ((s.upd_target, s.upd_source), (c.pair_left, c.pair_right)):
+        assert all(x.dtype == np.int32 for x in lists)      # positions of fewer than 2^31 entries
+
+
+def test_positions_take_int64_only_past_int32():
+    """The factor structures' pair lists are int32 up to 2^31 − 1 entries, int64 from 2^31."""
+    assert sd.position_dtype(range(2**31 - 1)) is np.int32
+    assert sd.position_dtype(range(2**31)) is np.int64
 
 
 @pytest.mark.parametrize("gen", GENERATORS)

@@ -291,6 +291,14 @@ def _positions(P, rows, cols) -> np.ndarray:
     return found
 
 
+def position_dtype(indices):
+    """int32 where every position in a pattern of these indices fits (below 2^31 entries), else
+    int64: what the factor structures' longest lists hold (_common_entries). The row tables take
+    them as int32 as they are; the 27-point grid's ILU(0) made 25M pairs, whose three int64 lists
+    took 600 MB of fresh pages and then 0.2–0.5 s to cast."""
+    return np.int32 if len(indices) < 2**31 else np.int64
+
+
 def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi):
     """For each t: the columns stored both in row a_row[t] at positions a_lo[t]..a_hi[t]−1 and in
     row b_row[t] at b_lo[t]..b_hi[t]−1, where both ranges hold the same interval of columns (e.g.
@@ -298,7 +306,7 @@ def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi
     Walks the shorter range and looks each column up in the other row, so a hub row of a
     power-law graph is never walked once per neighbour (walking one fixed side made 143M
     candidates there for 3M common entries). Returns (t, position in a, position in b), grouped
-    by t, columns increasing.
+    by t, columns increasing, in position_dtype(indices).
 
     The candidates go through in pieces of about PIECE (the 27-point grid's ILU(0) makes 42M), run
     side by side (map_pieces); each piece's results are copied, in order, into arrays sized for
@@ -323,7 +331,7 @@ def _common_entries(indptr, indices, shape, a_row, a_lo, a_hi, b_row, b_lo, b_hi
         wa = walk_a[t]
         return t, np.where(wa, q, r), np.where(wa, r, q)
 
-    out = [np.empty(int(lens.sum()), dtype=np.int64) for _ in range(3)]
+    out = [np.empty(int(lens.sum()), dtype=position_dtype(indices)) for _ in range(3)]
     m = 0
     for found in map_pieces(piece, whole_pieces(lens, PIECE)):
         for o, f in zip(out, found):
@@ -621,7 +629,7 @@ class ILU0Structure:
     Processing entry p = (i, k):   a[p] /= a[diag[k]]
                                    a[target[t]] −= a[p] · a[source[t]]   for t in upd_ptr[p]..upd_ptr[p+1]−1
     where the pairs (target, source) = ((i, j), (k, j)) for every j > k with both in the pattern,
-    in increasing j."""
+    in increasing j; upd_target and upd_source in position_dtype(indices)."""
     n: int
     indptr: np.ndarray
     indices: np.ndarray
@@ -661,7 +669,8 @@ class IC0Structure:
     Entry p = (i, j), j ≤ i, taken in increasing j within row i:
         s = Σ_t l[left[t]] · l[right[t]]   over t in pair_ptr[p]..pair_ptr[p+1]−1
         l[p] = (a[p] − s) / l[diag[j]]  if j < i,   l[p] = √(a[p] − s)  if j = i
-    with (left, right) = ((i, k), (j, k)) for every k < j in both rows (for j = i: ((i,k), (i,k)))."""
+    with (left, right) = ((i, k), (j, k)) for every k < j in both rows (for j = i: ((i,k), (i,k)));
+    pair_left and pair_right in position_dtype(indices)."""
     n: int
     indptr: np.ndarray
     indices: np.ndarray
@@ -697,7 +706,7 @@ def ic0_symbolic(A) -> IC0Structure:
     place_off += (np.cumsum(n_d) - n_d)[row_off]
     place_d = np.arange(len(q_d), dtype=np.int64)
     place_d += np.cumsum(np.bincount(row_off, minlength=n))[owner_d]
-    left, right = (np.empty(len(t) + len(q_d), dtype=np.int64) for _ in range(2))
+    left, right = (np.empty(len(t) + len(q_d), dtype=position_dtype(ix)) for _ in range(2))
     left[place_off], left[place_d] = left_off, q_d
     right[place_off], right[place_d] = right_off, q_d
     count = np.zeros(len(ix), dtype=np.int64)
