@@ -2750,10 +2750,11 @@ def test_blocks_of_several_held_rows_read_the_padded_table(rec, steps, monkeypat
     """The dataflow executor's blocks of several held rows read their rows from BLK_PAD (one
     dependent load fewer than BLK_PTR, then BLK_ITER), or with BLK_REC records that also hold each
     row's kind, entries' span and held length (block_records), and with STEP_REC each held row's
-    steps' tables too (step_records), built by prepare from its own blocks, and give t0's factor
-    and solve."""
+    steps' tables too (step_records, here in pieces of a few blocks), built by prepare from its own
+    blocks, and give t0's factor and solve."""
     monkeypatch.setattr(t3, "BLK_REC", rec)
     monkeypatch.setattr(t3, "STEP_REC", steps)
+    monkeypatch.setattr(sd, "PIECE", 64)             # every long pass in many pieces, on threads
     pair = "spilu0_sptrsv"
     mats = operands(pair, _hub_walks(261, 5))
     seen = _launch_metas(monkeypatch)

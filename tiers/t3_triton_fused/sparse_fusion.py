@@ -1081,15 +1081,25 @@ def step_records(tables, pad, R, S, u0) -> np.ndarray:
     """Per block of padded_blocks' rows, [4, R, S]: for lane r's row v (a factor row) and step s
     < S with e = ENT_PTR[v] + s inside the row, ENT_VAL[e], ENT_AUX[e], u0[e] and STEP_BITS[e]
     (cast to int32, bits kept: the grid's W ≤ 32; only the grid layout has STEP_BITS for every
-    factor entry); 0 elsewhere, where _syncfree never reads (_syncfree's STEP_REC)."""
-    at = np.maximum(pad, 0)
+    factor entry); 0 elsewhere, where _syncfree never reads (_syncfree's STEP_REC). Written a
+    piece of blocks at a time, the pieces on threads (dags.map_pieces): the power-law ILU(0)'s
+    128 MB of records took 0.37 s in one pass of 64 MB temporaries, each mapped afresh
+    (development machine's CPU, figures/data/step_records_pieces_cpu_2026-12-07.txt)."""
     ent_ptr = np.asarray(tables.ent_ptr)
-    e = ent_ptr[at][:, None] + np.arange(S, dtype=ent_ptr.dtype)[None, :]
-    ok = ((pad >= 0) & (at < tables.n1))[:, None] & (e < ent_ptr[at + 1][:, None])
-    e = np.where(ok, e, 0)
+    fields = [np.asarray(f) for f in (tables.ent_val, tables.ent_aux, u0, tables.step_bits)]
     out = np.empty((len(pad) // R, 4, R, S), dtype=np.int32)
-    for k, field in enumerate((tables.ent_val, tables.ent_aux, u0, tables.step_bits)):
-        out[:, k] = np.where(ok, np.asarray(field)[e].astype(np.int32), 0).reshape(-1, R, S)
+
+    def piece(b0, b1):
+        p = pad[b0 * R:b1 * R]
+        at = np.maximum(p, 0)
+        e = ent_ptr[at][:, None] + np.arange(S, dtype=ent_ptr.dtype)[None, :]
+        ok = ((p >= 0) & (at < tables.n1))[:, None] & (e < ent_ptr[at + 1][:, None])
+        e = np.where(ok, e, 0)
+        for k, field in enumerate(fields):          # int32 on assignment, bits kept
+            out[b0:b1, k] = np.where(ok, field[e], 0).reshape(-1, R, S)
+
+    for _ in dags.map_pieces(piece, dags.whole_pieces(np.full(len(out), R * S), dags.PIECE)):
+        pass
     return out.ravel()
 
 
