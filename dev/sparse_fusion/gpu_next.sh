@@ -70,11 +70,15 @@
 # 13:08 UTC on an H100, by hand, once_cost.py's A/B of the symbolic structures on threads (once_ab_threads_h100_*),
 # then tests with it (1100 and 76); at 14:57 UTC on an H100, tests with 1a94881 (1100 and 76) and cli powerlaw and cli
 # poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_steps_*): the payoff columns after the step pairs in
-# pieces.
+# pieces; at 15:44 UTC on an H100, tests with 120edc6 (1100 and 76), cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (a
+# slow host: cli_records_*) and by hand once_cost.py's A/B against e083e1c's tiers/ (once_ab_records_h100_*).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
+# Still owed: EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv after 120edc6 on a host
+#   as fast as the morning's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32 pair lists
+#   and the step records in pieces (the A/B on the host is once_ab_records_h100_*).
 # The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
 # (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
