@@ -1463,7 +1463,7 @@ def row_tables(pair: str, *matrices) -> RowTables:
         hold_len, shape = np.zeros(1), (0, 0, 0)
     return RowTables(pair, n, n2, factor, ent_ptr=ent_ptr.astype(np.int32),
                      upd_ptr=upd[0].astype(np.int32), upd_a=upd[1].astype(np.int32, copy=False),
-                     upd_b=upd[2].astype(np.int32, copy=False), val_from=val_from,   # int32 already
+                     upd_b=upd[2].astype(np.int32, copy=False), val_from=val_from,   # no copy below 2^31 entries
                      vec_len=n * (1 + len(out_at)), out_at=out_at, pivot_at=pivot_at,
                      factor_pattern=pattern if factor else (), fac_ptr=pattern[0].astype(np.int32),
                      hold_len=hold_len.astype(np.int32), hold_shape=shape, step_bits=bits,
