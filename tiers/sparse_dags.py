@@ -177,6 +177,13 @@ def map_pieces(fn, bounds):
         pool.shutdown(cancel_futures=True)
 
 
+def drain(pieces) -> None:
+    """Run to the end pieces that write their results in place (map_pieces' or a caller's
+    generator of them), keeping nothing they yield."""
+    for _ in pieces:
+        pass
+
+
 def range_values(starts, stops) -> np.ndarray:
     """expand_ranges' values alone: where ranges are long, the owners are never made (the
     power-law graph's flat records expand 11M entries whose owners they do not read)."""

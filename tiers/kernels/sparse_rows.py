@@ -1302,8 +1302,7 @@ def rewritten(n1, ent_ptr, ent_val, upd_ptr, upd_a, pairs=None) -> np.ndarray:
     def piece(s0, s1, step, t):          # threads may set one entry at once: both write True
         mark[upd_a[t]] = True
 
-    for _ in pair_pieces(pairs, piece):
-        pass
+    dags.drain(pair_pieces(pairs, piece))
     return np.flatnonzero(mark)
 
 
@@ -1384,8 +1383,7 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
         one[far] = 0
         bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, c, 0)
 
-    for _ in pair_pieces(pairs, piece):
-        pass
+    dags.drain(pair_pieces(pairs, piece))
     return bits
 
 

@@ -1098,8 +1098,7 @@ def step_records(tables, pad, R, S, u0) -> np.ndarray:
         for k, field in enumerate(fields):          # int32 on assignment, bits kept
             out[b0:b1, k] = np.where(ok, field[e], 0).reshape(-1, R, S)
 
-    for _ in dags.map_pieces(piece, dags.whole_pieces(np.full(len(out), R * S), dags.PIECE)):
-        pass
+    dags.drain(dags.map_pieces(piece, dags.whole_pieces(np.full(len(out), R * S), dags.PIECE)))
     return out.ravel()
 
 
