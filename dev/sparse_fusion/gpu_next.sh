@@ -78,8 +78,8 @@
 # answering). A call that names nvidia-h200 may still get an H100.
 # Still owed: `tests` with a6ecffc (sparse_dags.drain, a host-side refactor tested on the CPU only), then
 #   EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv after 120edc6 on a host
-#   as fast as the morning's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32 pair lists
-#   and the step records in pieces (the A/B on the host is once_ab_records_h100_*).
+#   as fast as the 14:57 UTC call's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32
+#   pair lists and the step records in pieces (the A/B on the host is once_ab_records_h100_*).
 # The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
 # (EXECUTORS=dataflow, cli per matrix, every pair).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
