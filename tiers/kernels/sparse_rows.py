@@ -1373,15 +1373,12 @@ def step_bits(n1, ent_ptr, ent_val, upd_ptr, upd_a, fac_ptr, pairs=None) -> np.n
     bits = np.zeros(len(cnt), dtype=np.int64)
     def piece(s0, s1, step, t):          # writes only bits[s0:s1]
         j = upd_a[t] - base[s0 + step]
-        later = np.ones(len(t), dtype=bool)
-        c = cnt[s0:s1]
-        later[(np.cumsum(c) - c)[c > 0]] = False              # a pair after another of its step
-        if (later[1:] & (j[1:] <= j[:-1])).any():
+        if ((step[1:] == step[:-1]) & (j[1:] <= j[:-1])).any():   # a pair after another of its step
             raise AssertionError("a factor step's pairs are not listed in the order of their entries")
         far = j >= 64
         one = np.left_shift(1, np.minimum(j, 63, out=j))
         one[far] = 0
-        bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, c, 0)
+        bits[s0:s1] = dags.segment_reduce(np.bitwise_or, one, cnt[s0:s1], 0)
 
     dags.drain(pair_pieces(pairs, piece))
     return bits
