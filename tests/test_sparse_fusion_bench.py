@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tiers import cli, figures  # noqa: E402
 from tiers.bench import sparse_fusion as bench  # noqa: E402
-from tiers.bench.common import write_rows  # noqa: E402
+from tiers.bench.common import load_rows, write_rows  # noqa: E402
 from tiers.sparse_matrices import poisson2d, powerlaw_laplacian, tril_csr  # noqa: E402
 from tiers.t3_triton_fused import sparse_fusion as t3_fused  # noqa: E402
 
@@ -397,6 +397,36 @@ def test_readme_tables_are_the_recorded_data():
     rows = json.loads((root / named[0]).read_text())["rows"]
     assert bench.markdown_table(rows, "float64") in readme
     assert bench.markdown_table(rows, "float32", full=False) in readme
+
+
+def test_h200_tables_are_the_recorded_data():
+    """The H200 table beside the README's is what `tiers table --data FILE` makes of the file it names."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "sparse_fusion_h200_table.md").read_text()
+    named = set(re.findall(r"`(figures/data/table_h200_[^`]+\.json)` holds every row", doc))
+    assert len(named) == 1, named
+    header, rows = load_rows("sparse_fusion", root / named.pop())
+    assert header["environment"]["device"] == "NVIDIA H200"
+    assert bench.markdown_table(rows, "float64") in doc
+    assert bench.markdown_table(rows, "float32", full=False) in doc
+
+
+def test_load_rows_takes_a_file_or_a_folders_newest(tmp_path):
+    """A folder gives its newest day's file, ties in name order whatever the listing; a file gives itself."""
+    def put(name, tag):
+        (tmp_path / name).write_text(json.dumps({"environment": {"tag": tag}, "rows": [{"tag": tag}]}))
+    put("sparse_fusion_b_2026-12-07.json", "b")
+    put("sparse_fusion_a_2026-12-07.json", "a")
+    put("sparse_fusion_c_2026-12-06.json", "c")
+    put("other_2026-12-09.json", "o")
+    assert load_rows("sparse_fusion", tmp_path)[1] == [{"tag": "b"}]
+    header, rows = load_rows("sparse_fusion", tmp_path / "sparse_fusion_c_2026-12-06.json")
+    assert header == {"environment": {"tag": "c"}} and rows == [{"tag": "c"}]
+    with pytest.raises(FileNotFoundError, match="no recorded data"):
+        load_rows("sparse_fusion", tmp_path / "empty")
 
 
 def test_figure_title_dates_the_rows_drawn():

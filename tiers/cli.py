@@ -171,7 +171,8 @@ def main(argv=None):
     t.add_argument("algorithm", choices=["sparse_fusion"])
     t.add_argument("--dtype", default="float64", help="float64 or float32")
     t.add_argument("--brief", action="store_true", help="without CuPy, SciPy, inspector and payoff columns")
-    t.add_argument("--data", default=None, help="folder of the recorded data (default figures/data)")
+    t.add_argument("--data", default=None,
+                   help="folder of the recorded data, whose newest file is taken (default figures/data), or one file")
     f = sub.add_parser("figures", help="redraw every figure under figures/ from figures/data/")
     f.add_argument("--out", default=None)
     f.add_argument("--no-check", action="store_true", help="skip running every tier on a small problem first")

@@ -71,17 +71,18 @@
 # then tests with it (1100 and 76); at 14:57 UTC on an H100, tests with 1a94881 (1100 and 76) and cli powerlaw and cli
 # poisson3d27 spilu0_sptrsv,spic0_sptrsv (EXECUTORS=dataflow; cli_steps_*): the payoff columns after the step pairs in
 # pieces; at 15:44 UTC on an H100, tests with 120edc6 (1100 and 76), cli poisson3d27 spilu0_sptrsv,spic0_sptrsv (a
-# slow host: cli_records_*) and by hand once_cost.py's A/B against e083e1c's tiers/ (once_ab_records_h100_*).
+# slow host: cli_records_*) and by hand once_cost.py's A/B against e083e1c's tiers/ (once_ab_records_h100_*); at
+# 17:14 UTC on an H200 (calls naming no kind), tests with bfb8564 (1100 and 76), then the whole table on the H200 with
+# it: cli powerlaw spilu0_sptrsv,spic0_sptrsv, cli poisson2d, cli poisson3d, cli poisson3d27 and cli powerlaw
+# sptrsv_spmv,spmv_sptrsv,sptrsv_sptrsv (table_h200_*_2026-12-07.*, docs/sparse_fusion_h200_table.md).
 # A warm machine answers each call within seconds; a cold one
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: `tests` with a6ecffc (sparse_dags.drain, a host-side refactor tested on the CPU only), then
-#   EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv after 120edc6 on a host
-#   as fast as the 14:57 UTC call's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32
-#   pair lists and the step records in pieces (the A/B on the host is once_ab_records_h100_*).
-# The README's table is an H100's since 2026-12-07; an H200 that comes could measure the whole table again beside it
-# (EXECUTORS=dataflow, cli per matrix, every pair).
+# Still owed: EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv on an H100 host as
+#   fast as the 14:57 UTC call's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32
+#   pair lists and the step records in pieces (the A/B on the host is once_ab_records_h100_*). The H200's host of
+#   17:14 UTC compares with no H100 host.
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the

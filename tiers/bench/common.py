@@ -81,9 +81,14 @@ def write_rows(rows: list[dict], name: str, env: dict, out_dir: Path | None = No
 
 
 def load_rows(name: str, data_dir: Path | None = None) -> tuple[dict, list[dict]]:
-    """Newest recorded JSON for benchmark `name`: (header, rows). Raises FileNotFoundError."""
+    """Newest recorded JSON for benchmark `name` in a folder, or the recorded file `data_dir` names:
+    (header, rows). Files of one day are taken in name order, so the choice never depends on the
+    file system's listing. Raises FileNotFoundError."""
     data_dir = Path(data_dir or DATA_DIR)
-    files = sorted(data_dir.glob(f"{name}_*.json"), key=lambda p: p.stem.rsplit("_", 1)[-1])
+    if data_dir.is_file():
+        files = [data_dir]
+    else:
+        files = sorted(data_dir.glob(f"{name}_*.json"), key=lambda p: (p.stem.rsplit("_", 1)[-1], p.name))
     if not files:
         raise FileNotFoundError(f"no recorded data for {name!r} in {data_dir}")
     blob = json.loads(files[-1].read_text())
