@@ -582,6 +582,31 @@ def test_lower_part_is_scipys_tril(n, density, seed):
     for a in ("indptr", "indices", "data"):
         np.testing.assert_array_equal(getattr(T, a), getattr(want, a))
     assert sd.canonical(T) is T
+    rows = sd.row_ids(sd.csr(M).indptr)
+    assert sd.is_lower(sd.csr(M)) == bool((sd.csr(M).indices <= rows).all())
+    assert sd.is_lower(T) and sd.lower_part(T) is T               # tril(A) handed in comes back as it is
+    U = sd.csr(sp.triu(M, k=1, format="csr") + sp.eye(n, format="csr"))
+    assert sd.is_lower(U) == (U.nnz == n)                         # only the diagonal is lower
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_kernel_operands_give_what_the_operands_give(pair):
+    """kernel_dags, joint_cost and reuse_ratio on kernel_operands are theirs on the operands."""
+    A = sp.csr_matrix(sm.poisson2d(7)) + sp.random(49, 49, density=0.05, random_state=3, format="csr")
+    A = sd.csr(A + A.T + 20 * sp.eye(49))
+    ops = operands(pair, A)
+    seen = sd.kernel_operands(pair, *ops)
+    assert len(seen) == len(ops)
+    a, b = sd.kernel_dags(pair, *ops), sd.kernel_dags(pair, *seen)
+    for g, h in zip(a[:2], b[:2]):
+        np.testing.assert_array_equal(g.ptr, h.ptr)
+        np.testing.assert_array_equal(g.idx, h.idx)
+    for x, y in zip(a[2], b[2]):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(sd.joint_cost(pair, *ops), sd.joint_cost(pair, *seen))
+    assert sd.reuse_ratio(pair, *ops) == sd.reuse_ratio(pair, *seen)
+    if pair == "spic0_sptrsv":
+        assert seen[0].nnz < ops[0].nnz and sd.is_lower(seen[0])
 
 
 def test_stable_order_is_numpys_stable_argsort():

@@ -273,11 +273,12 @@ def _problem(pair, matrices, own_levels=False) -> _Problem:
     from tiers.validation import validate_fusion_matrices
 
     mats = validate_fusion_matrices(pair, matrices)
-    g1, g2, inter = dags.kernel_dags(pair, *mats)
+    seen = dags.kernel_operands(pair, *mats)
+    g1, g2, inter = dags.kernel_dags(pair, *seen)
     dag = dags.joint_from(g1, g2, inter)
     w2 = dags.wavefront_levels(g2) if own_levels else None
-    return _Problem(pair, dag, dags.joint_levels(g1, g2, inter, w2), dags.joint_cost(pair, *mats),
-                    fingerprint(pair, *mats), dags.reuse_ratio(pair, *mats), g1, g2, w2)
+    return _Problem(pair, dag, dags.joint_levels(g1, g2, inter, w2), dags.joint_cost(pair, *seen),
+                    fingerprint(pair, *mats), dags.reuse_ratio(pair, *seen), g1, g2, w2)
 
 
 def _workers(workers):

@@ -93,9 +93,11 @@ def lower_part(M) -> sp.csr_matrix:
     entries keep their order, so nothing is sorted again, and canonical() takes it without the
     copy that SciPy's narrowed indices cost. sp.tril goes through COO and back: 0.097 s against
     0.077 on the power-law graph's 7M entries (medians of 5 rounds, development machine's CPU,
-    figures/data/inspector_order_tril_host_cpu_2026-12-07.txt); each IC(0) inspection and its
-    tables take it twice or three times."""
+    figures/data/inspector_order_tril_host_cpu_2026-12-07.txt). M itself where it holds no entry
+    above the diagonal (is_lower), so a caller handed tril(A) pays O(n), not another mask."""
     M = canonical(M)
+    if is_lower(M):
+        return M
     rows = row_ids(M.indptr)
     keep = M.indices <= rows
     indptr = np.zeros(M.shape[0] + 1, dtype=np.int64)
@@ -103,6 +105,14 @@ def lower_part(M) -> sp.csr_matrix:
     T = sp.csr_matrix((M.data[keep], M.indices[keep], indptr), shape=M.shape)
     T.indptr, T.indices = indptr, M.indices[keep]     # int64, as csr() keeps them (SciPy narrows)
     return T
+
+
+def is_lower(M) -> bool:
+    """Whether canonical M stores no entry above the diagonal: each row's last index (sorted,
+    so its largest) is at most its row, which reads n entries, not nnz."""
+    ip = M.indptr
+    full = np.flatnonzero(ip[1:] > ip[:-1])
+    return bool((M.indices[ip[full + 1] - 1] <= full).all())
 
 
 def row_ids(indptr) -> np.ndarray:
@@ -447,6 +457,15 @@ def _kernel_matrices(pair, mats):
     return mats[0], mats[1]
 
 
+def kernel_operands(pair: str, *matrices) -> tuple:
+    """The pair's operands as its kernels read them: IC(0)'s tril(A) in place of A, taken once.
+    kernel_dags, joint_cost and reuse_ratio give the same on these as on the operands, without
+    masking A again each (an inspection called all three on A: 0.05–0.08 s a mask on the
+    power-law graph). Not for fingerprint, which names the operands themselves."""
+    mats = [canonical(M) for M in matrices]
+    return (lower_part(mats[0]),) if pair == "spic0_sptrsv" else tuple(mats)
+
+
 def inter_dependences(pair: str, *matrices) -> tuple[np.ndarray, np.ndarray]:
     """(u, i): kernel-2 row i needs kernel-1 row u."""
     check_pair(pair)
@@ -537,6 +556,8 @@ def reuse_ratio(pair: str, *matrices) -> float:
     if pair in ("spmv_sptrsv", "sptrsv_sptrsv"):
         return mats[1].shape[0] / max(mats[1].nnz, 1)
     A = mats[0]
+    if pair == "spic0_sptrsv" and is_lower(A):
+        return A.nnz / max(A.shape[0], 1)
     rows = row_ids(A.indptr)
     shared = int((A.indices < rows).sum()) if pair == "spilu0_sptrsv" else int((A.indices <= rows).sum())
     return shared / max(A.shape[0], 1)
@@ -690,9 +711,7 @@ class IC0Structure:
 def ic0_symbolic(A) -> IC0Structure:
     """Reads only tril(A), trimming A only where it stores entries above the diagonal (its callers
     pass tril(A) already). Requires every diagonal entry stored."""
-    T = canonical(A)
-    if (T.indices > row_ids(T.indptr)).any():
-        T = lower_part(T)
+    T = lower_part(A)
     n, ip, ix = T.shape[0], T.indptr, T.indices
     diag = diag_positions(ip, ix)
     if (diag < 0).any():
