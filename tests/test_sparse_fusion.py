@@ -587,6 +587,10 @@ def test_lower_part_is_scipys_tril(n, density, seed):
     assert sd.is_lower(T) and sd.lower_part(T) is T               # tril(A) handed in comes back as it is
     U = sd.csr(sp.triu(M, k=1, format="csr") + sp.eye(n, format="csr"))
     assert sd.is_lower(U) == (U.nnz == n)                         # only the diagonal is lower
+    if n > 1:                                                     # unsorted indices are sorted first
+        P = sp.csr_matrix((np.array([1.0, 1.0, 1.0]), np.array([0, 1, 1]), np.array([0, 2, 3])), shape=(2, 2))
+        P.indices, P.has_sorted_indices = np.array([1, 0, 1]), False      # row 0 stores (0, 1) first
+        assert not sd.is_lower(P) and sd.is_lower(sd.lower_part(P))
 
 
 @pytest.mark.parametrize("pair", PAIRS)

@@ -108,8 +108,9 @@ def lower_part(M) -> sp.csr_matrix:
 
 
 def is_lower(M) -> bool:
-    """Whether canonical M stores no entry above the diagonal: each row's last index (sorted,
-    so its largest) is at most its row, which reads n entries, not nnz."""
+    """Whether M stores no entry above the diagonal: in canonical form each row's last index
+    (sorted, so its largest) is at most its row, which reads n entries, not nnz."""
+    M = canonical(M)
     ip = M.indptr
     full = np.flatnonzero(ip[1:] > ip[:-1])
     return bool((M.indices[ip[full + 1] - 1] <= full).all())
