@@ -448,16 +448,6 @@ def kernel_dag(kernel: str, M) -> DAG:
     return dag_from_edges(cols[keep], rows[keep], n)
 
 
-def _kernel_matrices(pair, mats):
-    """The matrix each kernel of the pair iterates over (IC(0) and its solve only see tril(A))."""
-    if pair in ("spilu0_sptrsv",):
-        return mats[0], mats[0]
-    if pair == "spic0_sptrsv":
-        T = lower_part(mats[0])
-        return T, T
-    return mats[0], mats[1]
-
-
 def kernel_operands(pair: str, *matrices) -> tuple:
     """The pair's operands as its kernels read them: IC(0)'s tril(A) in place of A, taken once.
     kernel_dags, joint_cost and reuse_ratio give the same on these as on the operands, without
@@ -465,6 +455,13 @@ def kernel_operands(pair: str, *matrices) -> tuple:
     power-law graph). Not for fingerprint, which names the operands themselves."""
     mats = [canonical(M) for M in matrices]
     return (lower_part(mats[0]),) if pair == "spic0_sptrsv" else tuple(mats)
+
+
+def _kernel_matrices(pair, mats):
+    """The matrix each kernel of the pair iterates over: a one-matrix pair's kernels both read
+    its kernel operand (IC(0) and its solve only see tril(A))."""
+    ops = kernel_operands(pair, *mats)
+    return ops[0], ops[-1]
 
 
 def inter_dependences(pair: str, *matrices) -> tuple[np.ndarray, np.ndarray]:
@@ -556,12 +553,11 @@ def reuse_ratio(pair: str, *matrices) -> float:
         return float(mats[1].nnz) / max(mats[1].nnz, 1)
     if pair in ("spmv_sptrsv", "sptrsv_sptrsv"):
         return mats[1].shape[0] / max(mats[1].nnz, 1)
-    A = mats[0]
-    if pair == "spic0_sptrsv" and is_lower(A):
+    A = kernel_operands(pair, *mats)[0]                 # IC(0): tril(A), every entry of it shared
+    if pair == "spic0_sptrsv":
         return A.nnz / max(A.shape[0], 1)
     rows = row_ids(A.indptr)
-    shared = int((A.indices < rows).sum()) if pair == "spilu0_sptrsv" else int((A.indices <= rows).sum())
-    return shared / max(A.shape[0], 1)
+    return int((A.indices < rows).sum()) / max(A.shape[0], 1)
 
 
 def wavefront_levels(dag: DAG, start=None) -> np.ndarray:
