@@ -79,8 +79,9 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: `tests` with 9252816 (b80e5a5's tril(A) taken once in an IC(0) inspection and 9252816's head-first
-#   placement in two passes: host-side inspector changes, every plan hashed identical, tested on the CPU only), then
+# Still owed: `tests` with 8d7d934 (b80e5a5's tril(A) taken once in an IC(0) inspection, 9252816's head-first
+#   placement in two passes and 8d7d934's review mend: host-side inspector changes, every plan hashed identical,
+#   tested on the CPU only), then
 #   EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv on an H100 host as fast as the
 #   14:57 UTC call's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32 pair lists, the
 #   step records in pieces (the A/B on the host is once_ab_records_h100_*) and these two. The H200's host of 17:14
