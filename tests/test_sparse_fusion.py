@@ -1,6 +1,10 @@
 """Sparse fusion: the matrices, the dependence DAGs and ILU(0)/IC(0) structure against brute force,
 the inspectors' schedules against the DAGs, t0 against SciPy, and every tier against t0."""
+import os
+import pathlib
 import re
+import subprocess
+import sys
 import time
 import zlib
 
@@ -1076,6 +1080,23 @@ def test_schedule_reused_with_new_values(tier, pair):
         mats = operands(pair, _randomised(A, rng))
         check_against_t0(tier, pair, mats, rng.standard_normal(A.shape[0]), "float64" if tier == "t1_torch"
                          else "float32", s)
+
+
+@pytest.mark.parametrize("tier", [t for t in TIERS if t != "t0_numpy"])
+def test_factor_pairs_warn_nothing(tier):
+    """The factor pairs return torch sparse CSR factors without torch's warnings (the invariant
+    checks opted out of, the beta notice silenced): in a fresh process, as torch gives its beta
+    notice once per process, with every warning an error."""
+    code = (f"import torch\nfrom tiers import registry, sparse_matrices as sm\nA = sm.poisson2d(5)\n"
+            f"for pair in ('spilu0_sptrsv', 'spic0_sptrsv'):\n"
+            f"    LU, x = registry.get('sparse_fusion', {tier!r}, pair)(A, torch.rand(25, dtype=torch.float64))\n"
+            f"    assert LU.layout == torch.sparse_csr\n")
+    env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning"}
+    if not torch.cuda.is_available():
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=pathlib.Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("tier", TIERS)

@@ -43,6 +43,7 @@ which each row works on its own entries; whatever a row reads of another row is 
 no longer holds the sentinel (val_polled), so the stored values are the only signal.
 """
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -1747,6 +1748,24 @@ def vector_outs(tables, vec) -> tuple:
     return tuple(vec[at:at + tables.n1] for at in tables.out_at)
 
 
+_CSR_WARNED = []
+
+
+def _csr_factor(indptr, indices, val, n):
+    """The factor as a torch sparse CSR tensor over tables the package built, so without torch's
+    invariant checks; torch's one-off "sparse CSR support is in beta" warning is silenced on the
+    first call, as t1 does (the layout is all the factor is used for). Only the first: torch
+    warns once, and the filter would cost every call host time."""
+    make = functools.partial(torch.sparse_csr_tensor, indptr, indices, val, size=(n, n), check_invariants=False)
+    if _CSR_WARNED:
+        return make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        factor = make()
+    _CSR_WARNED.append(True)
+    return factor
+
+
 def results(tables, dev, val, outs, flag=None, ready=None):
     """The pair's results from VAL and its vector results `outs` (vector_outs; `dev`:
     device_tables' tensors). For ILU(0)/IC(0) the factor comes first, as a torch sparse CSR tensor
@@ -1761,7 +1780,7 @@ def results(tables, dev, val, outs, flag=None, ready=None):
         return outs
     if flag is None:
         flag = breakdown_flag(tables, dev, val)
-    factor = torch.sparse_csr_tensor(dev["factor_indptr"], dev["factor_indices"], val, size=(n, n))
+    factor = _csr_factor(dev["factor_indptr"], dev["factor_indices"], val, n)
     if ready is not None:
         ready.synchronize()
     raise_flagged(tables, val, flag)
