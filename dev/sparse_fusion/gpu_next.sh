@@ -6,13 +6,11 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: `tests` with 8d7d934 (b80e5a5's tril(A) taken once in an IC(0) inspection, 9252816's head-first
-#   placement in two passes and 8d7d934's review mend: host-side inspector changes, every plan hashed identical,
-#   tested on the CPU only), then
-#   EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv on an H100 host as fast as the
-#   14:57 UTC call's (cli_steps_*): the payoff columns after the merged DAG's edges once, the int32 pair lists, the
-#   step records in pieces (the A/B on the host is once_ab_records_h100_*) and these two. The H200's host of 17:14
-#   UTC compares with no H100 host; `OLD=.scratch/old gpu_next.sh once_ab` with 120edc6's tiers/ carried would.
+# Still owed: EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv on an H100 host as fast
+#   as the 14:57 UTC call's of 2026-12-07 (cli_steps_*): the payoff columns after the host-side changes since (the
+#   merged DAG's edges once, int32 pair lists, the step records in pieces, tril(A) once, the head-first placement in
+#   two passes). Beside them `OLD=.scratch/old ROUNDS=3 gpu_next.sh once_ab` with 120edc6's tiers/ carried, for a
+#   host that compares with no other (the 19:55 UTC A/B's host was slow and its processes spread more than the change).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
