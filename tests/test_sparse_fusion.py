@@ -1205,6 +1205,68 @@ def test_invalid_vector(tier):
         f(L10, A10, torch.ones(9, dtype=torch.float64) if tier == "t0_numpy" else np.ones(9))
 
 
+@pytest.mark.parametrize("tier", [t for t in TIERS if t not in ("t0_numpy", "t1_torch")])
+def test_triton_tiers_refuse_a_vector_that_requires_grad(tier):
+    """t2 and t3 have no backward: a vector that autograd follows is refused, not answered with
+    outputs whose gradient is not the solve's (before the check they carried a slice's); detached
+    or under no_grad, the call runs."""
+    f = registry.get("sparse_fusion", tier, "sptrsv_spmv")
+    b = torch.rand(9, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    with pytest.raises(ValueError, match="requires grad, but the Triton tiers' sparse-fusion pairs have no backward"):
+        f(L10, A10, b)
+    ref = t0["sptrsv_spmv"](L10, A10, b.detach().cpu().numpy())
+    with torch.no_grad():
+        out = f(L10, A10, b)
+    for got in (out, f(L10, A10, b.detach())):
+        assert not any(o.requires_grad for o in got)
+        for o, r in zip(got, ref):
+            assert_close(values_of(o), r, "float64")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 30), seed=st.integers(0, 1000),
+       pair=st.sampled_from(PAIRS), kind=st.sampled_from(KINDS))
+def test_t1_gradients_are_the_transposed_solves(gen, size, seed, pair, kind):
+    """t1 differentiates through autograd with respect to the vector, under every schedule:
+    torch.autograd.gradcheck against finite differences, and the vector-Jacobian product against
+    the transposed solves in SciPy (x = L⁻¹b: ∂/∂b of ⟨g, x⟩ is L⁻ᵀg; y = A·x adds Aᵀ; the factor
+    pairs' factor does not depend on the vector)."""
+    A = matrix(gen, size, seed)
+    mats = operands(pair, A)
+    s = None if kind is None else fs.inspect(pair, *mats, kind=kind, workers=3)
+    f = registry.get("sparse_fusion", "t1_torch", pair)
+    vec_outs = (1,) if pair in sd.FACTOR_PAIRS else (0, 1)
+
+    def vector_results(v):
+        out = f(*mats, v, schedule=s)
+        return tuple(out[i] for i in vec_outs)
+
+    rng = np.random.default_rng(seed)
+    b = torch.tensor(rng.standard_normal(A.shape[0]), requires_grad=True)
+    assert torch.autograd.gradcheck(vector_results, (b,))
+    gs = [rng.standard_normal(A.shape[0]) for _ in vec_outs]
+    torch.autograd.backward(vector_results(b), [torch.tensor(g) for g in gs])
+    solve_t = lambda M, g, lower: sla.spsolve_triangular(sp.csr_matrix(M.T), g, lower=lower)  # noqa: E731
+    if pair == "sptrsv_spmv":            # x = L⁻¹b, y = A x
+        L, A_ = mats
+        want = solve_t(L, gs[0] + A_.T @ gs[1], lower=False)
+    elif pair == "spmv_sptrsv":          # y = A x, z = L⁻¹y
+        A_, L = mats
+        gy = solve_t(L, gs[1], lower=False)
+        want = A_.T @ (gs[0] + gy)
+    elif pair == "sptrsv_sptrsv":        # y = L⁻¹b, x = U⁻¹y
+        L, U = mats
+        want = solve_t(L, gs[0] + solve_t(U, gs[1], lower=True), lower=False)
+    else:                                # x = L⁻¹b with the factor's L (unit for ILU(0))
+        LU = values_of(t0[pair](*mats, b.detach().numpy())[0])
+        F = sd.csr(mats[0]) if pair == "spilu0_sptrsv" else sd.csr(sp.tril(mats[0]))
+        Lf = sp.csr_matrix((LU, F.indices, F.indptr), shape=F.shape)
+        if pair == "spilu0_sptrsv":
+            Lf = sp.tril(Lf, -1) + sp.identity(F.shape[0])
+        want = solve_t(Lf, gs[0], lower=False)
+    assert_close(b.grad.numpy(), want, "float64")
+
+
 @pytest.mark.parametrize("tier", TIERS)
 def test_schedule_for_another_problem_is_refused(tier):
     f = registry.get("sparse_fusion", tier, "sptrsv_spmv")

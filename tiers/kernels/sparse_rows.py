@@ -1547,12 +1547,17 @@ def table_args(dev) -> list:
 
 def check_vector(n, vector, dtype, device):
     """A prepared runner takes vectors like the one it was prepared for: length n, its dtype and
-    device; ValueError otherwise."""
+    device; ValueError otherwise. Nor one that autograd would follow: the Triton tiers have no
+    backward, and their outputs, copies out of a buffer the input was copied into, would carry
+    a gradient that is not the solve's (t1 differentiates, through autograd)."""
     if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
         raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
     if vector.dtype != dtype or vector.device != torch.device(device):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
                          f"{dtype} on {device}")
+    if vector.requires_grad and torch.is_grad_enabled():
+        raise ValueError("the vector requires grad, but the Triton tiers' sparse-fusion pairs have no backward: "
+                         "use t1_torch's for gradients, or pass vector.detach() (or call under torch.no_grad())")
 
 
 def new_vector(tables, vector, values, copy_in=True):
