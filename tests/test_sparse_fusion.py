@@ -1088,8 +1088,9 @@ def test_factor_pairs_warn_nothing(tier):
     checks opted out of, the beta notice silenced): in a fresh process, as torch gives its beta
     notice once per process, with every warning an error."""
     code = (f"import torch\nfrom tiers import registry, sparse_matrices as sm\nA = sm.poisson2d(5)\n"
+            f"b = torch.rand(25, dtype=torch.float64, device={str(DEVICE)!r})\n"
             f"for pair in ('spilu0_sptrsv', 'spic0_sptrsv'):\n"
-            f"    LU, x = registry.get('sparse_fusion', {tier!r}, pair)(A, torch.rand(25, dtype=torch.float64))\n"
+            f"    LU, x = registry.get('sparse_fusion', {tier!r}, pair)(A, b)\n"
             f"    assert LU.layout == torch.sparse_csr\n")
     env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning"}
     if not torch.cuda.is_available():

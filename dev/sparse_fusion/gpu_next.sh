@@ -10,7 +10,7 @@
 #   as the 14:57 UTC call's of 2026-12-07 (cli_steps_*): the payoff columns after the host-side changes since (the
 #   merged DAG's edges once, int32 pair lists, the step records in pieces, tril(A) once, the head-first placement in
 #   two passes). Beside them `OLD=.scratch/old ROUNDS=3 gpu_next.sh once_ab` with 120edc6's tiers/ carried, for a
-#   host that compares with no other (the 19:55 UTC A/B's host was slow and its processes spread more than the change).
+#   host that compares with no other (the 19:55 UTC A/B's host was slow, its processes spread more than the change).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
@@ -63,10 +63,11 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \
         "$OUT/call_parts_powerlaw.json" powerlaw:1000000:spilu0_sptrsv,powerlaw:1000000:spic0_sptrsv 2>&1 \
         | tee "$OUT/call_parts_powerlaw.log" | cut -c1-600 | tail -6 ;;
-    tests)        # 2026-12-05: 157-196 s, then 26 s
+    tests)        # 2026-12-05: 157-196 s, then 26 s; since 2026-12-07 20:30 UTC four more (warnings, requires_grad)
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \
-        or degenerate) and (t2 or t3)) or (test_invalid_input and t3))" 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+        or degenerate) and (t2 or t3)) or (test_invalid_input and t3) or warn_nothing or requires_grad)" 2>&1 \
+        | tee "$OUT/gpu_tests.log" | tail -15
       # in a process of their own: a fault in a new kernel must not take the others' results with it
       TIERS_POISON=1 timeout 100 python3 -m pytest -n 4 -p no:cacheprovider -q tests/test_sparse_fusion_bands.py \
         tests/test_sparse_fusion_executors.py -k "bands" 2>&1 | tee "$OUT/gpu_tests_bands.log" | tail -15 ;;
@@ -76,10 +77,11 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       timeout 300 python3 dev/sparse_fusion/refresh_cost.py "$OUT/refresh_cost.json" powerlaw:1000000:spilu0_sptrsv,\
 powerlaw:1000000:spic0_sptrsv,poisson3d27:64:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv,powerlaw:1000000:sptrsv_spmv \
         2>&1 | grep -v Warn | tee "$OUT/refresh_cost.log" | cut -c1-400 ;;
-    once_ab)      # once_cost.py's A/B of a host-side change: the tiers/ under $OLD (carried, e.g. `git archive C tiers |
-                  # tar -x -C .scratch/old`) against this tree's, one process per tree and round, rounds interleaved
-      local cases=${ONCE_CASES:-poisson3d27:64:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv,powerlaw:1000000:spilu0_sptrsv,\
-powerlaw:1000000:spic0_sptrsv}
+    once_ab)      # once_cost.py's A/B of a host-side change: the tiers/ under $OLD (carried, e.g.
+                  # `git archive C tiers | tar -x -C .scratch/old`) against this tree's, one process per tree and
+                  # round, rounds interleaved
+      local cases=${ONCE_CASES:-poisson3d27:64:spilu0_sptrsv,poisson3d27:64:spic0_sptrsv,\
+powerlaw:1000000:spilu0_sptrsv,powerlaw:1000000:spic0_sptrsv}
       for r in $(seq 1 "${ROUNDS:-3}"); do
         for t in old new; do
           echo "== round $r tree $t $(date -u +%T)"
