@@ -97,3 +97,52 @@ def test_triton_rejects_cpu_tensors_on_gpu_machine(tier, monkeypatch):
     q, k, v = (torch.randn(1, 1, 8, 16) for _ in range(3))
     with pytest.raises(ValueError, match="Triton tiers need CUDA tensors"):
         registry.get("attention", tier)(q, k, v)
+
+
+def _grad_calls():
+    """(algorithm, tier, call with inputs that require grad) for every torch tier whose algorithm
+    the registry lists without a backward there."""
+    import torch
+
+    from tiers.acsr import ACSR
+    from tiers import sparse_matrices as sm
+
+    def qkv(shape):
+        return [torch.randn(*shape, device=DEVICE, requires_grad=True) for _ in range(3)]
+
+    A = sm.poisson2d(3)
+    makers = {
+        "attention": lambda f: lambda: f(*qkv((1, 2, 8, 16))),
+        "neighborhood": lambda f: lambda: f(*qkv((1, 8, 2, 16)), kernel_size=3),
+        "sparse_attention": lambda f: lambda: f(*qkv((1, 2, 8, 16)), ACSR.dilated_window(8, 3, 1, causal=True)),
+        "sparse_fusion": lambda f: lambda: f(sm.tril_csr(A), A, torch.rand(9, dtype=torch.float64, device=DEVICE,
+                                                                          requires_grad=True)),
+    }
+    return [pytest.param(name, tier, makers[name], id=f"{name}-{tier}")
+            for name, alg in registry.ALGORITHMS.items() for tier in alg.tiers
+            if tier != "t0_numpy" and tier not in alg.backward]
+
+
+@pytest.mark.parametrize("name,tier,make", _grad_calls())
+def test_tiers_without_backward_refuse_inputs_that_require_grad(name, tier, make):
+    """Their outputs would come back without a graph (or, in sparse fusion, with a slice's), so a
+    loss adding other terms would silently lose this one's gradient: refused while grad is on,
+    run under no_grad."""
+    import torch
+
+    f = registry.get(name, tier)
+    with pytest.raises(ValueError, match="requires grad, but .* no backward"):
+        make(f)()
+    with torch.no_grad():
+        out = make(f)()
+    outs = out if isinstance(out, tuple) else (out,)
+    assert not any(o.requires_grad for o in outs)
+
+
+def test_every_torch_tier_without_backward_is_covered():
+    """The registry's tiers without a backward are exactly t2 for the three attention algorithms,
+    and t2 and t3 for sparse fusion: the test above meets each of them."""
+    ids = {(p.values[0], p.values[1]) for p in _grad_calls()}
+    assert ids == {("attention", "t2_triton_unfused"), ("neighborhood", "t2_triton_unfused"),
+                   ("sparse_attention", "t2_triton_unfused"), ("sparse_fusion", "t2_triton_unfused"),
+                   ("sparse_fusion", "t3_triton_fused")}

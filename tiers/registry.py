@@ -45,7 +45,7 @@ ALGORITHMS = {
         name="sparse_fusion",
         entries=("sptrsv_spmv", "spmv_sptrsv", "sptrsv_sptrsv", "spilu0_sptrsv", "spic0_sptrsv"),
         tiers=TIERS,
-        backward=(),
+        backward=("t1_torch",),         # with respect to the vector (t2/t3 refuse one that requires grad)
         paper="Cheshmi, Strout, Mehri Dehnavi, Runtime Composition of Iterations for Fusing Loop-Carried "
               "Sparse Dependence (SC'23)",
     ),

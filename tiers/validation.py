@@ -42,6 +42,24 @@ def check_array_kind(names_values, kind: str):
             raise TypeError(f"{name} must be a torch.Tensor for this tier, got {type(x).__name__}")
 
 
+def check_no_grad(names_values, algorithm: str, tier: str):
+    """A tier without a backward for `algorithm` (registry: Algorithm.backward) refuses inputs
+    that autograd follows while grad is enabled: its outputs would come back without a graph, and
+    a loss that adds other terms would silently lose this one's gradient."""
+    from tiers.registry import ALGORITHMS
+
+    import torch
+
+    backward = ALGORITHMS[algorithm].backward
+    if tier in backward or not torch.is_grad_enabled():
+        return
+    for name, x in names_values:
+        if x.requires_grad:
+            raise ValueError(f"{name} requires grad, but {tier}'s {algorithm} has no backward: use "
+                             f"{' or '.join(backward)} for gradients, or detach the inputs (or call under "
+                             "torch.no_grad())")
+
+
 def check_same_dtype(names_values, allowed):
     first_name, first = names_values[0]
     for name, x in names_values:
@@ -81,8 +99,9 @@ def check_scale(scale, D: int) -> float:
     return scale
 
 
-def validate_attention(q, k, v, causal, scale, *, tier: str) -> AttentionShape:
-    """Checks for `attention(q, k, v, causal=, scale=)`; `tier` is the tier folder name."""
+def validate_attention(q, k, v, causal, scale, *, tier: str, algorithm: str = "attention") -> AttentionShape:
+    """Checks for `attention(q, k, v, causal=, scale=)`; `tier` is the tier folder name,
+    `algorithm` the registry's name of the caller (sparse attention checks its q, k, v here)."""
     qkv = (("q", q), ("k", k), ("v", v))
     kind = "numpy" if tier == "t0_numpy" else "torch"
     check_array_kind(qkv, kind)
@@ -111,6 +130,7 @@ def validate_attention(q, k, v, causal, scale, *, tier: str) -> AttentionShape:
         allowed = TRITON_DTYPES if tier.startswith("t2") or tier.startswith("t3") else _TORCH_FLOATS
         check_same_dtype(qkv, allowed)
         check_same_device(qkv)
+        check_no_grad(qkv, algorithm, tier)
         if tier.startswith("t2") or tier.startswith("t3"):
             check_triton_device("q", q)
             if D > 256:
@@ -187,6 +207,7 @@ def validate_neighborhood(q, k, v, kernel_size, stride, dilation, is_causal, sca
         triton_tier = tier.startswith("t2") or tier.startswith("t3")
         check_same_dtype(qkv, TRITON_DTYPES if triton_tier else _TORCH_FLOATS)
         check_same_device(qkv)
+        check_no_grad(qkv, "neighborhood", tier)
         if triton_tier:
             check_triton_device("q", q)
             if D > 256:
@@ -209,7 +230,7 @@ def validate_sparse_attention(q, k, v, pattern, scale, *, tier: str) -> SparseAt
     and `pattern` a tiers.acsr.ACSR over exactly q's queries and k's keys."""
     from tiers.acsr import ACSR
 
-    s = validate_attention(q, k, v, False, scale, tier=tier)
+    s = validate_attention(q, k, v, False, scale, tier=tier, algorithm="sparse_attention")
     if not isinstance(pattern, ACSR):
         raise TypeError(f"pattern must be a tiers.acsr.ACSR, got {type(pattern).__name__} "
                         "(ACSR.from_mask turns a boolean mask into one)")
