@@ -1213,7 +1213,8 @@ def test_triton_tiers_refuse_a_vector_that_requires_grad(tier):
     or under no_grad, the call runs."""
     f = registry.get("sparse_fusion", tier, "sptrsv_spmv")
     b = torch.rand(9, dtype=torch.float64, device=DEVICE, requires_grad=True)
-    with pytest.raises(ValueError, match="requires grad, but the Triton tiers' sparse-fusion pairs have no backward"):
+    with pytest.raises(ValueError, match=f"the vector requires grad, but {tier}'s sparse_fusion has no backward: "
+                                         "use t1_torch for gradients"):
         f(L10, A10, b)
     ref = t0["sptrsv_spmv"](L10, A10, b.detach().cpu().numpy())
     with torch.no_grad():

@@ -43,7 +43,6 @@ which each row works on its own entries; whatever a row reads of another row is 
 no longer holds the sentinel (val_polled), so the stored values are the only signal.
 """
 import functools
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -54,7 +53,7 @@ import triton.language as tl
 
 from tiers import buffers
 from tiers import sparse_dags as dags
-from tiers.validation import factor_breakdown, validate_refresh
+from tiers.validation import check_no_grad, factor_breakdown, validate_refresh
 
 AFFINE, ILU, IC = 0, 1, 2        # the iteration kinds of the tables
 CHUNK = 8                        # non-zeros of a row loaded per trip (a 5-point row fits in one)
@@ -1545,29 +1544,27 @@ def table_args(dev) -> list:
     return [dev[k] for k in RowTables.ARRAYS]
 
 
-def check_vector(n, vector, dtype, device):
+def check_vector(n, vector, dtype, device, tier):
     """A prepared runner takes vectors like the one it was prepared for: length n, its dtype and
-    device; ValueError otherwise. Nor one that autograd would follow: the Triton tiers have no
-    backward, and their outputs, copies out of a buffer the input was copied into, would carry
-    a gradient that is not the solve's (t1 differentiates, through autograd)."""
+    device; ValueError otherwise. Nor, as the registry says (validation.check_no_grad), one that
+    autograd would follow in `tier` (t2, t3), which has no backward: its outputs, copies out of a
+    buffer the input was copied into, would carry a gradient that is not the solve's."""
     if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
         raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
     if vector.dtype != dtype or vector.device != torch.device(device):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
                          f"{dtype} on {device}")
-    if vector.requires_grad and torch.is_grad_enabled():
-        raise ValueError("the vector requires grad, but the Triton tiers' sparse-fusion pairs have no backward: "
-                         "use t1_torch's for gradients, or pass vector.detach() (or call under torch.no_grad())")
+    check_no_grad((("the vector", vector),), "sparse_fusion", tier)
 
 
-def new_vector(tables, vector, values, copy_in=True):
+def new_vector(tables, vector, values, tier, copy_in=True):
     """VEC for one call: the input vector (not copied without copy_in, for an executor that
     copies it elsewhere), then room for the outputs (NaN under TIERS_POISON), after
     check_vector."""
     from tiers.buffers import empty
 
     n = tables.n1
-    check_vector(n, vector, values.dtype, values.device)
+    check_vector(n, vector, values.dtype, values.device, tier)
     vec = empty((tables.vec_len,), dtype=vector.dtype, device=vector.device)
     if copy_in:
         vec[:n].copy_(vector)
@@ -1753,24 +1750,6 @@ def vector_outs(tables, vec) -> tuple:
     return tuple(vec[at:at + tables.n1] for at in tables.out_at)
 
 
-_CSR_WARNED = []
-
-
-def _csr_factor(indptr, indices, val, n):
-    """The factor as a torch sparse CSR tensor over tables the package built, so without torch's
-    invariant checks; torch's one-off "sparse CSR support is in beta" warning is silenced on the
-    first call, as t1 does (the layout is all the factor is used for). Only the first: torch
-    warns once, and the filter would cost every call host time."""
-    make = functools.partial(torch.sparse_csr_tensor, indptr, indices, val, size=(n, n), check_invariants=False)
-    if _CSR_WARNED:
-        return make()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        factor = make()
-    _CSR_WARNED.append(True)
-    return factor
-
-
 def results(tables, dev, val, outs, flag=None, ready=None):
     """The pair's results from VAL and its vector results `outs` (vector_outs; `dev`:
     device_tables' tensors). For ILU(0)/IC(0) the factor comes first, as a torch sparse CSR tensor
@@ -1785,7 +1764,7 @@ def results(tables, dev, val, outs, flag=None, ready=None):
         return outs
     if flag is None:
         flag = breakdown_flag(tables, dev, val)
-    factor = _csr_factor(dev["factor_indptr"], dev["factor_indices"], val, n)
+    factor = buffers.sparse_csr(dev["factor_indptr"], dev["factor_indices"], val, (n, n))
     if ready is not None:
         ready.synchronize()
     raise_flagged(tables, val, flag)

@@ -25,7 +25,6 @@ are found after the factorisation from the recorded pivots (one synchronisation 
 per row): the lowest row whose pivot is zero (ILU) or not positive (IC) is reported, which is
 the row t0 stops at — any later non-finite pivot descends from it.
 """
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +32,7 @@ import torch
 
 from tiers import fusion_schedules as fs
 from tiers import sparse_dags as sd
+from tiers.buffers import sparse_csr
 from tiers.validation import check_factor_pivots, validate_sparse_fusion
 
 def _t(a, device):
@@ -208,10 +208,7 @@ def _run(plan, first, second):
 
 
 def _csr_tensor(M, values):
-    with warnings.catch_warnings():     # "sparse CSR support is in beta": the layout is all we use
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(_t(M.indptr, values.device), _t(M.indices, values.device), values,
-                                       size=M.shape, check_invariants=False)
+    return sparse_csr(_t(M.indptr, values.device), _t(M.indices, values.device), values, M.shape)
 
 
 # ---------------------------------------------------------------- the pairs

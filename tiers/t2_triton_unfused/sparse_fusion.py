@@ -97,7 +97,7 @@ class Prepared:
 
     def __call__(self, vector):
         t, d = self.tables, self.dev
-        vec = rows.new_vector(t, vector, self.values)
+        vec = rows.new_vector(t, vector, self.values, "t2_triton_unfused")
         val = self.values.clone() if t.factor else self.values
         go = self.kept or self._level_launches()
         tables = rows.table_args(d)

@@ -2107,7 +2107,7 @@ class Prepared:
 
     def check(self, vector):
         """rows.check_vector for the length, dtype and device this runner was prepared for."""
-        rows.check_vector(self.problem.n, vector, self.dtype, self.device)
+        rows.check_vector(self.problem.n, vector, self.dtype, self.device, "t3_triton_fused")
 
     def refresh(self, *matrices):
         """New values on the patterns this runner was prepared for, everything built from the
@@ -2153,7 +2153,7 @@ class Prepared:
             self.check(vector)
             return run_bands(self, vector)
         flow = self.executor == "dataflow"          # it copies the input into its slot layout itself
-        vec = rows.new_vector(self.tables, vector, self.values, copy_in=not flow)
+        vec = rows.new_vector(self.tables, vector, self.values, "t3_triton_fused", copy_in=not flow)
         val = self.values.clone() if self.tables.factor else self.values     # a factor is made in place
         if flow:
             _run_dataflow(self, val, vec, vector)
