@@ -11,6 +11,8 @@
 #   merged DAG's edges once, int32 pair lists, the step records in pieces, tril(A) once, the head-first placement in
 #   two passes). Beside them `OLD=.scratch/old ROUNDS=3 gpu_next.sh once_ab` with 120edc6's tiers/ carried, for a
 #   host that compares with no other (the 19:55 UTC A/B's host was slow, its processes spread more than the change).
+# Also owed: `tests` with adfee5a (host-side, CPU-tested only: the factor made by buffers.sparse_csr, the per-call
+#   requires-grad check through validation.check_no_grad; four more tests selected since 20:30 UTC of 2026-12-07).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
