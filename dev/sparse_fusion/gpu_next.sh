@@ -6,13 +6,7 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Still owed: EXECUTORS=dataflow cli powerlaw and cli poisson3d27 spilu0_sptrsv,spic0_sptrsv on an H100 host as fast
-#   as the 14:57 UTC call's of 2026-12-07 (cli_steps_*): the payoff columns after the host-side changes since (the
-#   merged DAG's edges once, int32 pair lists, the step records in pieces, tril(A) once, the head-first placement in
-#   two passes). Beside them `OLD=.scratch/old ROUNDS=3 gpu_next.sh once_ab` with 120edc6's tiers/ carried, for a
-#   host that compares with no other (the 19:55 UTC A/B's host was slow, its processes spread more than the change).
-# Also owed: `tests` with adfee5a (host-side, CPU-tested only: the factor made by buffers.sparse_csr, the per-call
-#   requires-grad check through validation.check_no_grad; four more tests selected since 20:30 UTC of 2026-12-07).
+# Nothing owed since 2026-12-07 21:50 UTC (tests, the payoff columns and once_ab ran with 7d2f046's tree).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
