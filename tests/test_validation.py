@@ -146,3 +146,20 @@ def test_every_torch_tier_without_backward_is_covered():
     assert ids == {("attention", "t2_triton_unfused"), ("neighborhood", "t2_triton_unfused"),
                    ("sparse_attention", "t2_triton_unfused"), ("sparse_fusion", "t2_triton_unfused"),
                    ("sparse_fusion", "t3_triton_fused")}
+
+
+def test_attention_with_lse_is_forward_only_and_says_so():
+    """t3's attention_with_lse has no backward (t3's attention has): inputs that require grad
+    are refused while grad is on, naming attention(); detached or under no_grad it runs."""
+    import torch
+
+    from tiers.t3_triton_fused.attention import attention_with_lse
+
+    q, k, v = (torch.randn(1, 2, 8, 16, device=DEVICE, requires_grad=i == 1) for i in range(3))
+    with pytest.raises(ValueError, match=r"k requires grad, but attention_with_lse has no backward: use attention\(\)"):
+        attention_with_lse(q, k, v)
+    with torch.no_grad():
+        o, lse = attention_with_lse(q, k, v, causal=True)
+    o2, lse2 = attention_with_lse(q, k.detach(), v)
+    assert not (o.requires_grad or lse.requires_grad or o2.requires_grad)
+    assert torch.isfinite(lse).all() and torch.isfinite(lse2).all()

@@ -48,16 +48,23 @@ def check_no_grad(names_values, algorithm: str, tier: str):
     a loss that adds other terms would silently lose this one's gradient."""
     from tiers.registry import ALGORITHMS
 
+    backward = ALGORITHMS[algorithm].backward
+    if tier not in backward:
+        check_forward_only(names_values, f"{tier}'s {algorithm}", " or ".join(backward))
+
+
+def check_forward_only(names_values, what: str, instead: str):
+    """`what` has no backward (a tier's algorithm, or one forward-only entry point of a tier that
+    has one, like t3's attention_with_lse): refuse inputs that autograd follows while grad is
+    enabled, naming `instead`, what to call for gradients."""
     import torch
 
-    backward = ALGORITHMS[algorithm].backward
-    if tier in backward or not torch.is_grad_enabled():
+    if not torch.is_grad_enabled():
         return
     for name, x in names_values:
         if x.requires_grad:
-            raise ValueError(f"{name} requires grad, but {tier}'s {algorithm} has no backward: use "
-                             f"{' or '.join(backward)} for gradients, or detach the inputs (or call under "
-                             "torch.no_grad())")
+            raise ValueError(f"{name} requires grad, but {what} has no backward: use {instead} for gradients, "
+                             "or detach the inputs (or call under torch.no_grad())")
 
 
 def check_same_dtype(names_values, allowed):

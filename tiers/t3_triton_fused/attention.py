@@ -25,7 +25,7 @@ import triton.language as tl
 
 from tiers.buffers import empty, empty_like
 from tiers.kernels.gemm import block_d, dot as _dot
-from tiers.validation import interpreting, validate_attention
+from tiers.validation import check_forward_only, interpreting, validate_attention
 
 LOG2E = 1.4426950408889634
 
@@ -334,7 +334,10 @@ def attention_of(q, k, v, shape):
 
 
 def attention_with_lse(q, k, v, *, causal=False, scale=None):
-    """Forward only: (output, lse) with lse = log Σ_j exp(scale · q_i·k_j) in natural log, [B, H, Lq]."""
+    """Forward only: (output, lse) with lse = log Σ_j exp(scale · q_i·k_j) in natural log, [B, H, Lq].
+    Inputs that require grad are refused while grad is on: the results would come back cut off from
+    autograd (attention() differentiates)."""
     shape = validate_attention(q, k, v, causal, scale, tier="t3_triton_fused")
+    check_forward_only((("q", q), ("k", k), ("v", v)), "attention_with_lse", "attention()")
     o, lse2 = _forward(q, k, v, shape)
     return o, lse2 / LOG2E
