@@ -1545,6 +1545,29 @@ def test_the_prepared_vector_must_fit():
     with pytest.raises(ValueError, match="the vector is torch.float32 on .+, but this runner was prepared for "
                                          "torch.float64"):
         run(_vector(b, "float32"))
+    with pytest.raises(ValueError, match="the vector must be a torch.Tensor like the one this runner was prepared "
+                                         "for, got ndarray"):
+        run(b)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_prepared_calls_take_a_non_finite_vector_as_ieee_does(pair):
+    """The pair functions refuse a non-finite vector; a prepared call does not look at the values
+    (a synchronisation a call). Such a call must still end (a NaN no arithmetic makes is the
+    values-as-flags executors' sentinel, so a computed NaN is not mistaken for one), give NaN
+    where the input's NaN reaches, and leave the runner right for the next call."""
+    mats, b = _problem(pair, seed=5)
+    like = _vector(b, "float64")
+    bad = like.clone()
+    bad[len(b) // 2] = float("nan")
+    with pytest.raises(ValueError, match="has non-finite values"):
+        registry.get("sparse_fusion", "t3_triton_fused", pair)(*mats, bad)
+    ref = registry.get("sparse_fusion", "t0_numpy", pair)(*mats, b)
+    runs = [t3.prepare(pair, *mats, like=like, executor=ex) for ex in t3.executors_for(pair)]
+    for run in runs + [t2.prepare(pair, *mats, like=like)]:
+        out = [o for o in run(bad) if o.layout == torch.strided]
+        assert torch.isnan(out[-1]).any(), getattr(run, "executor", "t2")
+        _check(run(like), ref, pair, mats, "float64", f"after a NaN call ({getattr(run, 'executor', 't2')})")
 
 
 # ---------------------------------------------------------------- options

@@ -1548,8 +1548,12 @@ def check_vector(n, vector, dtype, device, tier):
     """A prepared runner takes vectors like the one it was prepared for: length n, its dtype and
     device; ValueError otherwise. Nor, as the registry says (validation.check_no_grad), one that
     autograd would follow in `tier` (t2, t3), which has no backward: its outputs, copies out of a
-    buffer the input was copied into, would carry a gradient that is not the solve's."""
-    if not isinstance(vector, torch.Tensor) or vector.ndim != 1 or vector.shape[0] != n:
+    buffer the input was copied into, would carry a gradient that is not the solve's. Its values
+    are not checked: finiteness would cost a synchronisation a call (the pair functions check it)."""
+    if not isinstance(vector, torch.Tensor):
+        raise ValueError(f"the vector must be a torch.Tensor like the one this runner was prepared for, "
+                         f"got {type(vector).__name__}")
+    if vector.ndim != 1 or vector.shape[0] != n:
         raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
     if vector.dtype != dtype or vector.device != torch.device(device):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
