@@ -1554,7 +1554,7 @@ def check_vector(n, vector, dtype, device, tier):
         raise ValueError(f"the vector must be a torch.Tensor like the one this runner was prepared for, "
                          f"got {type(vector).__name__}")
     if vector.ndim != 1 or vector.shape[0] != n:
-        raise ValueError(f"the vector must have shape ({n},), got {tuple(getattr(vector, 'shape', ()))}")
+        raise ValueError(f"the vector must have shape ({n},), got {tuple(vector.shape)}")
     if vector.dtype != dtype or vector.device != torch.device(device):
         raise ValueError(f"the vector is {vector.dtype} on {vector.device}, but this runner was prepared for "
                          f"{dtype} on {device}")
