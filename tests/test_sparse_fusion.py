@@ -1,5 +1,6 @@
 """Sparse fusion: the matrices, the dependence DAGs and ILU(0)/IC(0) structure against brute force,
 the inspectors' schedules against the DAGs, t0 against SciPy, and every tier against t0."""
+import importlib
 import os
 import pathlib
 import re
@@ -1213,9 +1214,13 @@ def test_triton_tiers_refuse_a_vector_that_requires_grad(tier):
     or under no_grad, the call runs."""
     f = registry.get("sparse_fusion", tier, "sptrsv_spmv")
     b = torch.rand(9, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    with pytest.raises(ValueError, match=f"b requires grad, but {tier}'s sparse_fusion has no backward: "
+                                         "use t1_torch for gradients"):
+        f(L10, A10, b)                  # refused by the shared validation, before any inspection
+    run = importlib.import_module(f"tiers.{tier}.sparse_fusion").prepare("sptrsv_spmv", L10, A10, like=b.detach())
     with pytest.raises(ValueError, match=f"the vector requires grad, but {tier}'s sparse_fusion has no backward: "
                                          "use t1_torch for gradients"):
-        f(L10, A10, b)
+        run(b)                          # and by a prepared runner, call by call
     ref = t0["sptrsv_spmv"](L10, A10, b.detach().cpu().numpy())
     with torch.no_grad():
         out = f(L10, A10, b)
@@ -1261,7 +1266,7 @@ def test_t1_gradients_are_the_transposed_solves(gen, size, seed, pair, kind):
         want = solve_t(L, gs[0] + solve_t(U, gs[1], lower=True), lower=False)
     else:                                # x = L⁻¹b with the factor's L (unit for ILU(0))
         LU = values_of(t0[pair](*mats, b.detach().numpy())[0])
-        F = sd.csr(mats[0]) if pair == "spilu0_sptrsv" else sd.csr(sp.tril(mats[0]))
+        F = sd.csr(mats[0]) if pair == "spilu0_sptrsv" else sd.lower_part(mats[0])
         Lf = sp.csr_matrix((LU, F.indices, F.indptr), shape=F.shape)
         if pair == "spilu0_sptrsv":
             Lf = sp.tril(Lf, -1) + sp.identity(F.shape[0])

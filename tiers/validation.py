@@ -374,6 +374,7 @@ def validate_sparse_fusion(pair, matrices, vector, schedule, *, tier: str) -> Fu
         finite = bool(np.isfinite(vector).all())
     else:
         check_same_dtype(((name, vector),), ("torch.float32", "torch.float64"))
+        check_no_grad(((name, vector),), "sparse_fusion", tier)   # before the inspection, not after it
         if tier.startswith("t2") or tier.startswith("t3"):
             check_triton_device(name, vector)
         import torch
