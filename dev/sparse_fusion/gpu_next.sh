@@ -6,9 +6,7 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Owed: `tests` with 731ef5f or later (CPU-tested only: a prepared call given a NaN in its vector, every executor
-#   and a factor pair's graph, test_prepared_calls_take_a_non_finite_vector_as_ieee_does), and beside it, by hand,
-#   `pytest tests/test_validation.py tests/test_attention.py` (t3's attention_with_lse refuses grad, 0710e8f).
+# Owed: nothing since 2026-12-07 23:35 UTC (`tests` and the validation/attention tests with b082302 passed).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
