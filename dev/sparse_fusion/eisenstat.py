@@ -5,7 +5,7 @@ checks the results). With L = tril(A) and x = L⁻¹b, A·x = L·x + triu(A, 1)�
 the SpMV need not read A's lower triangle again, whose products the solve has just summed
 (Eisenstat, "Efficient implementation of a class of preconditioned conjugate gradient methods",
 1981, uses the same identity for SSOR). On the power-law graph, where t3's pair is bound by L2
-throughput on its gathers, that is 3 of the pair's 10 gathers a row. The package does not do it:
+throughput on its gathers, that is 4 of the pair's 10 gathers a row. The package does not do it:
 this probe asks whether it would reach 4× cuSPARSE before anyone writes it into a kernel.
 Timed in one process, outputs checked against SciPy first (y against A·x, not against b + ...):
   - "t3 A": the package's t3 sptrsv_spmv(L, A, b), dataflow executor, sparse-fusion schedule;
