@@ -6,7 +6,9 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Owed: nothing since 2026-12-07 23:35 UTC (`tests` and the validation/attention tests with b082302 passed).
+# Owed: `scattered_short` (dev/sparse_fusion/scattered_short.py, checked under the interpreter; about 4 min with a
+#   start): whether the dataflow executor's programs an SM suit short, scattered rows (docs/sparse_fusion_log.md,
+#   2026-12-08). The tests owe nothing since 2026-12-07 23:35 UTC (b082302's passed).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the
@@ -59,6 +61,10 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \
         "$OUT/call_parts_powerlaw.json" powerlaw:1000000:spilu0_sptrsv,powerlaw:1000000:spic0_sptrsv 2>&1 \
         | tee "$OUT/call_parts_powerlaw.log" | cut -c1-600 | tail -6 ;;
+    scattered_short)  # the rule's programs an SM against 8/16/24/32 on a random graph and the power-law diag pair
+      PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/scattered_short.py \
+        "$OUT/scattered_short.json" random:1000000,powerlaw:1000000 float64 2>&1 | grep -v Warn \
+        | tee "$OUT/scattered_short.log" | cut -c1-600 ;;
     tests)        # 2026-12-05: 157-196 s, then 26 s; since 2026-12-07 20:30 UTC four more (warnings, requires_grad)
       TIERS_POISON=1 timeout 300 python3 -m pytest -n 8 -p no:cacheprovider -q tests/test_sparse_fusion_executors.py \
         tests/test_sparse_fusion.py -k "not bench and not bands and (test_sparse_fusion_executors or ((tier_matches_t0 \
