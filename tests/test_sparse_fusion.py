@@ -207,6 +207,17 @@ def test_reorder_tril_triu_and_mtx(tmp_path):
     np.testing.assert_allclose(M.toarray(), A.toarray())
 
 
+def test_load_mtx_refuses_complex_and_reads_patterns_as_ones(tmp_path):
+    """A complex file used to come back real, its imaginary parts dropped with only a NumPy warning."""
+    (tmp_path / "c.mtx").write_text("%%MatrixMarket matrix coordinate complex general\n2 2 2\n1 1 1 0\n2 2 1 1\n")
+    with pytest.raises(ValueError, match=re.escape("c.mtx holds complex values; the sparse-fusion kernels take real")):
+        sm.load_mtx(tmp_path / "c.mtx")
+    (tmp_path / "p.mtx").write_text("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 4\n1 1\n2 1\n2 2\n3 3\n")
+    P = sm.load_mtx(tmp_path / "p.mtx")
+    assert P.dtype == np.float64 and P.has_sorted_indices
+    np.testing.assert_array_equal(P.toarray(), [[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+
+
 @settings(max_examples=25, deadline=None)
 @given(gen=st.sampled_from(GENERATORS), size=st.integers(1, 60), seed=st.integers(0, 1000),
        triangle=st.sampled_from(["full", "lower", "upper"]))

@@ -115,10 +115,15 @@ def powerlaw_laplacian(n: int, m: int = 3, seed: int = 0, shift: float = 1.0) ->
 
 def load_mtx(path) -> sp.csr_matrix:
     """A Matrix Market file as CSR float64 (symmetric files are expanded by scipy.io.mmread).
-    Entries stored in the file are kept even when zero: they are part of the pattern."""
+    Entries stored in the file are kept even when zero: they are part of the pattern. A pattern
+    file's entries read as 1 (SciPy's convention); a complex file is refused, since casting would
+    drop the imaginary parts without a word."""
     import scipy.io
 
-    A = sp.csr_matrix(scipy.io.mmread(path), dtype=np.float64)
+    M = scipy.io.mmread(path)
+    if np.iscomplexobj(M):
+        raise ValueError(f"{path} holds complex values; the sparse-fusion kernels take real matrices")
+    A = sp.csr_matrix(M, dtype=np.float64)
     A.sum_duplicates()
     A.sort_indices()
     return A
