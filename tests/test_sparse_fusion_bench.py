@@ -101,17 +101,21 @@ def test_quick_bench_reads_a_matrix_market_file(tmp_path, capsys):
     (lambda d: (["--matrices", str(d / "missing.mtx")]), "Matrix Market file .*missing.mtx.* not found"),
     (lambda d: (["--matrices", "poisson9d"]), "unknown matrix 'poisson9d'.*or a Matrix Market file"),
     (lambda d: (["--matrices", str(d / "rect.mtx")]), r"rect.mtx must be square, got shape \(4, 5\)"),
+    (lambda d: (["--matrices", str(d / "c.mtx")]), "c.mtx holds complex values"),
+    (lambda d: (["--matrices", str(d / "text.mtx")]), "Not a Matrix Market file"),
     (lambda d: (["--matrices", str(d / "rect.mtx"), "--sizes", "rect=10"]), "'rect', which is not a generator"),
     (lambda d: (["--matrices", f"{d / 'rect.mtx'},{d / 'sub' / 'rect.mtx.gz'}"]), "both be labelled 'rect'"),
     (lambda d: (["--matrices", f"powerlaw,{d / 'powerlaw.mtx'}"]), "both be labelled 'powerlaw'"),
 ])
 def test_bench_matrix_arguments_are_checked(tmp_path, setup, match):
-    """A missing or rectangular file, an unknown name and a size for a file each stop the benchmark
-    with a message that names what is wrong, before anything is measured."""
+    """A missing, rectangular, complex or unreadable file, an unknown name and a size for a file each
+    stop the benchmark with a message that names what is wrong, before anything is measured."""
     import scipy.io
     import scipy.sparse as sp
 
     scipy.io.mmwrite(tmp_path / "rect.mtx", sp.random(4, 5, density=0.5, format="csr", random_state=1))
+    (tmp_path / "c.mtx").write_text("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1 2\n")
+    (tmp_path / "text.mtx").write_text("not a matrix\n")
     (tmp_path / "sub").mkdir()
     for name in ("sub/rect.mtx.gz", "powerlaw.mtx"):
         (tmp_path / name).write_bytes(b"")      # present; the labels are checked before any file is read

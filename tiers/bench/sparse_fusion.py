@@ -116,7 +116,8 @@ def matrix_source(name: str, size: int | None):
     """(matrix, label for the rows, description) of a --matrices entry: a generator of MATRICES at
     `size`, or a Matrix Market file at its own size (run checked that it exists), labelled by its
     file name without suffix. A file that is not square stops the run here, by the validation's
-    own check: without it the RCM ordering would fail outside any row. What else the pairs need
+    own check (without it the RCM ordering would fail outside any row), as does one that load_mtx
+    refuses or SciPy cannot read. What else the pairs need
     (a stored, non-zero diagonal; IC(0) and ILU(0) without breakdown) the validation reports in
     each row."""
     from tiers.sparse_matrices import load_mtx
@@ -124,10 +125,10 @@ def matrix_source(name: str, size: int | None):
 
     if not is_mtx(name):
         return make_matrix(name, size), name, MATRICES[name][2].format(s=size)
-    A = load_mtx(name)
     try:
+        A = load_mtx(name)
         check_square(f"the matrix in {name}", A)
-    except ValueError as e:
+    except ValueError as e:          # not Matrix Market, complex or not square
         raise SystemExit(str(e)) from None
     return A, mtx_label(name), f"Matrix Market file {name}"
 
