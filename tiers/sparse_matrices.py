@@ -120,7 +120,10 @@ def load_mtx(path) -> sp.csr_matrix:
     drop the imaginary parts without a word."""
     import scipy.io
 
-    M = scipy.io.mmread(path)
+    try:
+        M = scipy.io.mmread(path)
+    except ValueError as e:
+        raise ValueError(f"{path} is not a Matrix Market file that SciPy can read: {e}") from None
     if np.iscomplexobj(M):
         raise ValueError(f"{path} holds complex values; the sparse-fusion kernels take real matrices")
     A = sp.csr_matrix(M, dtype=np.float64)
