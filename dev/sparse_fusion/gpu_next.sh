@@ -6,7 +6,7 @@
 # costs a minute or two of the session's 30, so the steps go in as few calls as fit in 600 s (the machine went
 # back after 30 s idle that evening, and one call of 600 s brought nothing back when the machine stopped
 # answering). A call that names nvidia-h200 may still get an H100.
-# Owed: `scattered_short` (dev/sparse_fusion/scattered_short.py, checked under the interpreter; about 4 min with a
+# Owed: `scattered_short` (dev/sparse_fusion/scattered_short.py, checked under the interpreter; about 5 min with a
 #   start): whether the dataflow executor's programs an SM suit short, scattered rows (docs/sparse_fusion_log.md,
 #   2026-12-08). The tests owe nothing since 2026-12-07 23:35 UTC (b082302's passed).
 # With the next change to the kernels: `tests`, then the cli rows it touches.
@@ -61,7 +61,7 @@ poisson3d27:64:spilu0_sptrsv:sparse_fusion,poisson3d27:64:spic0_sptrsv:sparse_fu
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/call_parts.py \
         "$OUT/call_parts_powerlaw.json" powerlaw:1000000:spilu0_sptrsv,powerlaw:1000000:spic0_sptrsv 2>&1 \
         | tee "$OUT/call_parts_powerlaw.log" | cut -c1-600 | tail -6 ;;
-    scattered_short)  # the rule's programs an SM against 8/16/24/32 on a random graph and the power-law diag pair
+    scattered_short)  # programs an SM (rule, 8/16/24/32) and 8-slot records on a random graph, the power-law diag pair
       PYTHONPATH="$PWD:$PWD/dev/sparse_fusion" timeout 400 python3 dev/sparse_fusion/scattered_short.py \
         "$OUT/scattered_short.json" random:1000000,powerlaw:1000000 float64 2>&1 | grep -v Warn \
         | tee "$OUT/scattered_short.log" | cut -c1-600 ;;

@@ -6,8 +6,11 @@ programs an SM, a choice measured on the 2D and 3D grids, whose columns lie near
 power-law graph t3's sptrsv_spmv(tril(A), diag(A)) took that shape and ran slower (0.214 ms) than
 sptrsv_spmv(tril(A), triu(A, 1)), which takes the hubs' 32 and does more work (0.175 ms;
 figures/data/eisenstat_h100_2026-12-08.*). So: on rows that are short but scattered, does a
-program count other than the rule's win? Cases, each at the rule's count and at 8, 16, 24 and 32
-programs an SM, beside cuSPARSE, outputs checked against SciPy first:
+program count other than the rule's win? And records of 8 slots a lane instead of the rule's, as
+wide as the longest row (the random graph's rows average 7 entries, its longest 22: 32 slots, and
+then 8 programs an SM, LONG_PROGRAMS_PER_SM, measured on the 27-point grid's rows of 14 and 27)?
+Cases, each at the rule's count and at 8, 16, 24 and 32 programs an SM, and with 8-slot records
+where the rule's are wider, beside cuSPARSE, outputs checked against SciPy first:
   - "random": the Laplacian + I of a random graph of 3n edges (ends drawn uniformly; no hubs,
     rows of about 7 entries, columns anywhere), its three vector pairs;
   - "powerlaw diag": the power-law graph's sptrsv_spmv(tril(A), diag(A)).
@@ -25,11 +28,13 @@ from triton.testing import do_bench
 from ab_commit import run_header, save_row      # the probes' output header and row writer
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
+from tiers.kernels.sparse_fusion_executors import records
 from tiers.sparse_matrices import tril_csr, triu_csr
 from tiers.t3_triton_fused import sparse_fusion as sf
 
 warnings.filterwarnings("ignore", message="Sparse")
 COUNTS = (8, 16, 24, 32)
+CHUNK_8 = 8
 
 
 def random_laplacian(n, edges_per_row=3, seed=0):
@@ -41,6 +46,18 @@ def random_laplacian(n, edges_per_row=3, seed=0):
     W = sp.coo_matrix((np.ones(keep.sum()), (i[keep], j[keep])), shape=(n, n))
     W = ((W + W.T) > 0).astype(np.float64).tocsr()
     return (sp.diags(np.asarray(W.sum(axis=1)).ravel() + 1.0) - W).tocsr()
+
+
+def _narrow(pair, mats, b, schedule, programs):
+    """t3's dataflow runner with records of CHUNK_8 slots a lane (longer rows read the rest through
+    tail_sum, as the power-law graph's do), record_chunk patched around `prepare` as spmv_cost.py
+    patches it; programs None: what dataflow_programs gives that shape."""
+    keep = records.record_chunk, sf.record_chunk
+    records.record_chunk = sf.record_chunk = lambda tables: CHUNK_8
+    try:
+        return sf.prepare(pair, *mats, like=b, executor="dataflow", schedule=schedule, programs_per_sm=programs)
+    finally:
+        records.record_chunk, sf.record_chunk = keep
 
 
 def cases(spec):
@@ -77,6 +94,10 @@ def main():
                 for c in COUNTS:
                     r = sf.prepare(pair, *mats, like=b, executor="dataflow", schedule=schedule, programs_per_sm=c)
                     calls[f"{c} an SM"] = lambda r=r: r(b)
+                if rule.record_shape["CHUNK"] > CHUNK_8:
+                    for c in (None, 32):
+                        r = _narrow(pair, mats, b, schedule, c)
+                        calls[f"chunk 8, {c or r.programs_per_sm} an SM"] = lambda r=r: r(b)
                 if dev.type == "cuda":
                     try:
                         calls["cuSPARSE"] = bench.cupy_call("cusparse", pair, mats, b)
