@@ -210,7 +210,7 @@ def test_reorder_tril_triu_and_mtx(tmp_path):
 def test_load_mtx_refuses_complex_and_reads_patterns_as_ones(tmp_path):
     """A complex file used to come back real, its imaginary parts dropped with only a NumPy warning."""
     (tmp_path / "c.mtx").write_text("%%MatrixMarket matrix coordinate complex general\n2 2 2\n1 1 1 0\n2 2 1 1\n")
-    with pytest.raises(ValueError, match=re.escape("c.mtx holds complex values; the sparse-fusion kernels take real")):
+    with pytest.raises(ValueError, match=re.escape("c.mtx has complex values (complex128); only real matrices")):
         sm.load_mtx(tmp_path / "c.mtx")
     (tmp_path / "p.mtx").write_text("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 4\n1 1\n2 1\n2 2\n3 3\n")
     P = sm.load_mtx(tmp_path / "p.mtx")

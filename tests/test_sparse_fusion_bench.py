@@ -101,7 +101,7 @@ def test_quick_bench_reads_a_matrix_market_file(tmp_path, capsys):
     (lambda d: (["--matrices", str(d / "missing.mtx")]), "Matrix Market file .*missing.mtx.* not found"),
     (lambda d: (["--matrices", "poisson9d"]), "unknown matrix 'poisson9d'.*or a Matrix Market file"),
     (lambda d: (["--matrices", str(d / "rect.mtx")]), r"rect.mtx must be square, got shape \(4, 5\)"),
-    (lambda d: (["--matrices", str(d / "c.mtx")]), "c.mtx holds complex values"),
+    (lambda d: (["--matrices", str(d / "c.mtx")]), "c.mtx has complex values"),
     (lambda d: (["--matrices", str(d / "text.mtx")]), "text.mtx is not a Matrix Market file that SciPy can read"),
     (lambda d: (["--matrices", str(d / "rect.mtx"), "--sizes", "rect=10"]), "'rect', which is not a generator"),
     (lambda d: (["--matrices", f"{d / 'rect.mtx'},{d / 'sub' / 'rect.mtx.gz'}"]), "both be labelled 'rect'"),

@@ -116,16 +116,17 @@ def powerlaw_laplacian(n: int, m: int = 3, seed: int = 0, shift: float = 1.0) ->
 def load_mtx(path) -> sp.csr_matrix:
     """A Matrix Market file as CSR float64 (symmetric files are expanded by scipy.io.mmread).
     Entries stored in the file are kept even when zero: they are part of the pattern. A pattern
-    file's entries read as 1 (SciPy's convention); a complex file is refused, since casting would
-    drop the imaginary parts without a word."""
+    file's entries read as 1 (SciPy's convention); a complex file is refused by the validation's
+    check_real, which the pair functions apply too, since the cast below would drop it."""
     import scipy.io
+
+    from tiers.validation import check_real
 
     try:
         M = scipy.io.mmread(path)
     except ValueError as e:
         raise ValueError(f"{path} is not a Matrix Market file that SciPy can read: {e}") from None
-    if np.iscomplexobj(M):
-        raise ValueError(f"{path} holds complex values; the sparse-fusion kernels take real matrices")
+    check_real(f"the matrix in {path}", M)
     A = sp.csr_matrix(M, dtype=np.float64)
     A.sum_duplicates()
     A.sort_indices()

@@ -271,13 +271,19 @@ def check_sparse_matrix(name, M):
                          f"got {type(M).__name__}; convert a dense array with scipy.sparse.csr_matrix")
     if M.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {M.shape}")
-    if np.issubdtype(M.dtype, np.complexfloating):
-        raise ValueError(f"{name} has complex values ({M.dtype}); only real matrices are supported")
+    check_real(name, M)
     C = csr(M)
     if C.dtype != np.float64:
         C = C.astype(np.float64)
     check_finite(name, C)
     return C
+
+
+def check_real(name, M):
+    """M (a SciPy sparse matrix or an array) holds no complex values: casting them away would
+    drop the imaginary parts without a word."""
+    if np.issubdtype(M.dtype, np.complexfloating):
+        raise ValueError(f"{name} has complex values ({M.dtype}); only real matrices are supported")
 
 
 def check_finite(name, C):

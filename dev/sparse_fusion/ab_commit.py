@@ -141,6 +141,18 @@ def check_and_time(case, runs, labels, refs, v, v2, dtype, rounds=5):
     return row
 
 
+def rotated_rounds(calls, labels, rounds=5):
+    """(samples, medians) in ms of calls[label]() for each label: `rounds` rounds of do_bench
+    medians, the order rotated each round so that no call always runs first (the probes' loop)."""
+    samples = {}
+    for rd in range(rounds):
+        k = rd % len(labels)
+        for label in labels[k:] + labels[:k]:
+            ms = do_bench(calls[label], warmup=25, rep=250, return_mode="median")
+            samples.setdefault(label, []).append(round(ms, 4))
+    return samples, {label: float(np.median(x)) for label, x in samples.items()}
+
+
 def run_header(dev, **extra):
     """The head of a probe's OUT.json: device, versions, date (UTC), `extra`, and no rows yet."""
     return {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,

@@ -25,9 +25,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
-from triton.testing import do_bench
 
-from ab_commit import run_header, save_row      # the probes' output header and row writer
+from ab_commit import rotated_rounds, run_header, save_row      # the probes' shared parts
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.sparse_matrices import tril_csr, triu_csr
@@ -102,12 +101,7 @@ def main():
                     print("WRONG", case, dtype, label, msg, flush=True)
             labels = [k for k in calls if row["ok"][k]]
             if dev.type == "cuda":
-                for rd in range(5):
-                    k = rd % len(labels)
-                    for label in labels[k:] + labels[:k]:
-                        ms = do_bench(calls[label], warmup=25, rep=250, return_mode="median")
-                        row["rounds"].setdefault(label, []).append(round(ms, 4))
-                row["ms"] = {label: float(np.median(x)) for label, x in row["rounds"].items()}
+                row["rounds"], row["ms"] = rotated_rounds(calls, labels)
                 cus = row["ms"].get("cuSPARSE A", np.nan)
                 row["over_cusparse"] = {label: cus / ms for label, ms in row["ms"].items()}
             del t3, calls

@@ -23,9 +23,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
-from triton.testing import do_bench
 
-from ab_commit import run_header, save_row      # the probes' output header and row writer
+from ab_commit import rotated_rounds, run_header, save_row      # the probes' shared parts
 from tiers import fusion_schedules as fs
 from tiers.bench import sparse_fusion as bench
 from tiers.kernels.sparse_fusion_executors import records
@@ -111,12 +110,7 @@ def main():
                         print("WRONG", label, pair, dtype, k, msg, flush=True)
                 labels = [k for k in calls if row["ok"][k]]
                 if dev.type == "cuda":
-                    for rd in range(5):
-                        s = rd % len(labels)
-                        for k in labels[s:] + labels[:s]:
-                            row["rounds"].setdefault(k, []).append(
-                                round(do_bench(calls[k], warmup=25, rep=250, return_mode="median"), 4))
-                    row["ms"] = {k: float(np.median(x)) for k, x in row["rounds"].items()}
+                    row["rounds"], row["ms"] = rotated_rounds(calls, labels)
                 del calls, rule
                 save_row(res, row, out)
 
