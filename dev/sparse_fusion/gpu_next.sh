@@ -8,7 +8,8 @@
 # answering). A call that names nvidia-h200 may still get an H100.
 # Owed: `scattered_short` (dev/sparse_fusion/scattered_short.py, checked under the interpreter; about 5 min with a
 #   start): whether the dataflow executor's programs an SM suit short, scattered rows (docs/sparse_fusion_log.md,
-#   2026-12-08). The tests owe nothing since 2026-12-07 23:35 UTC (b082302's passed).
+#   2026-12-08). Then `tests`: the segments executor's scan now carries a head flag (2026-12-08; its
+#   NaN test passed under the interpreter only), and a GPU has not compiled it yet.
 # With the next change to the kernels: `tests`, then the cli rows it touches.
 # Each step has a timeout below the call's 600 s, so that a kernel that never ends (a new kernel
 # that waits forever) costs that step, not the session; steps grouped in one call are cut by the

@@ -443,15 +443,17 @@ def affine_step(ok, start, end, m, px, a, rhs_at, d, sign, dst, prev_dst, prev_v
 @triton.jit
 def affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
                 CHUNK: tl.constexpr, N_IN, SENT: tl.constexpr, NAP: tl.constexpr, WIDE: tl.constexpr):
-    """(α, β) of R iterations (static values, awaited vector entries) whose entry that reads
+    """(α, β, h) of R iterations (static values, awaited vector entries) whose entry that reads
     prev_dst — the output of the link before, which the same program is about to compute — is
-    left open: dst = α + β·VEC[prev_dst] (β = 0 where no entry reads it). The other entries are
-    awaited as in affine_finish; prev_dst must lie among the first CHUNK entries."""
+    left open: dst = α + β·VEC[prev_dst]; h = 1 where no entry reads it (β = 0, and the link
+    ignores VEC[prev_dst] even where it is NaN). The other entries are awaited as in
+    affine_finish; prev_dst must lie among the first CHUNK entries."""
     own = m & (px == prev_dst[:, None])
     x, rhs = vec_loads(VEC, px, m & ~own, rhs_at, ok & (rhs_at >= 0), N_IN, True, SENT, NAP)
     acc = tl.sum(a * x, 1) + tail_sum(ok, start, end, rhs_at, ENT_VAL, ENT_VEC, VAL, VEC, CHUNK, N_IN, True,
                                       SENT, NAP, WIDE)
-    return _div(rhs + sign * acc, d), _div(sign * tl.sum(tl.where(own, a, 0.0), 1), d)
+    head = tl.sum(own.to(tl.int32), 1) == 0
+    return _div(rhs + sign * acc, d), _div(sign * tl.sum(tl.where(own, a, 0.0), 1), d), head.to(tl.int32)
 
 
 @triton.jit

@@ -218,9 +218,12 @@ def _run_chains(run, val, vec):
 
 
 @triton.jit
-def _compose(b1, a1, b2, a2):
-    """x ↦ a2 + b2·(a1 + b1·x): two consecutive links' affine maps, the earlier one first."""
-    return b2 * b1, a2 + b2 * a1
+def _compose(h1, b1, a1, h2, b2, a2):
+    """x ↦ a2 + b2·(a1 + b1·x): two consecutive links' affine maps, the earlier one first. h marks
+    a map that ignores x (a piece's head, a single iteration: no entry of its row reads the lane
+    before): it takes nothing from there, not even 0·NaN, so an input's NaN reaches only the
+    outputs that read it, as in t0."""
+    return h1 | h2, b2 * b1, tl.where(h2 != 0, a2, a2 + b2 * a1)
 
 
 @triton.jit
@@ -238,9 +241,9 @@ def _segments(TICKET, N_BLK, BLK_PTR, BLK_ITER, ENT_PTR, ENT_VAL, ENT_VEC, RHS, 
         # the lane before writes what this lane reads last: not awaited, it becomes β
         before = tl.load(BLK_ITER + lane - 1, mask=ok & (lane > first), other=-1)
         prev_dst = tl.load(DST + before, mask=before >= 0, other=-1)
-        alpha, beta = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL, VEC,
-                                  CHUNK, N_IN, SENT, NAP, WIDE)
-        _, x_out = tl.associative_scan((beta, alpha), 0, _compose)
+        alpha, beta, head = affine_link(ok, start, end, m, px, a, rhs_at, d, sign, prev_dst, ENT_VAL, ENT_VEC, VAL,
+                                        VEC, CHUNK, N_IN, SENT, NAP, WIDE)
+        _, _, x_out = tl.associative_scan((head, beta, alpha), 0, _compose)
         tl.store(VEC + dst, x_out, mask=ok)
         t = _next_ticket(TICKET, N_BLK, LOOP)
 
